@@ -1,0 +1,58 @@
+// Per-row CPU kernels: dequantize a weight row, dot a weight row with float
+// activations. One table per instruction set; the scalar table (cpu/ref) is
+// the truth every SIMD table is tested against.
+//
+// Weights stay in their file format (mmapped, never repacked here);
+// activations are float32. Multiplying the dequantized weights in float32
+// (instead of rounding activations to 8 bits as llama.cpp does) is what makes
+// laya closer to the reference than llama.cpp.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace laya::cpu {
+
+enum class Isa : int { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kNeon = 3 };
+
+const char* isa_name(Isa isa);
+
+// The best ISA this CPU supports, lowered by the environment variable
+// LAYA_ISA=scalar|avx2|avx512 (used by tests to force a path). Computed once.
+Isa active_isa();
+bool isa_supported(Isa isa);  // CPU + build support
+
+using DequantizeRowFn = void (*)(const void* src, float* dst, int64_t n);
+using DotRowFn = float (*)(const void* w, const float* x, int64_t n);
+
+struct KernelTable {
+  Isa isa;
+  // Indexed by static_cast<uint32_t>(DType), size 32. nullptr = not supported.
+  // n is the row length in elements and is a multiple of the block size.
+  DequantizeRowFn dequantize_row[32];
+  DotRowFn dot_row[32];
+  // Plain float helpers used by attention / prefill.
+  float (*dot_f32)(const float* a, const float* b, int64_t n);
+  void (*axpy_f32)(float a, const float* x, float* y, int64_t n);  // y += a*x
+};
+
+// Table of one ISA; nullptr when the CPU or the build lacks it.
+const KernelTable* kernels_for(Isa isa);
+// The table of active_isa().
+const KernelTable& kernels();
+
+inline void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
+  kernels().dequantize_row[static_cast<uint32_t>(t)](src, dst, n);
+}
+inline float dot_row(DType t, const void* w, const float* x, int64_t n) {
+  return kernels().dot_row[static_cast<uint32_t>(t)](w, x, n);
+}
+
+// Per-ISA table builders (defined in cpu/ref, cpu/x86, cpu/arm).
+void fill_scalar_table(KernelTable& t);
+void fill_avx2_table(KernelTable& t);    // only when LAYA_HAVE_X86 is defined
+void fill_avx512_table(KernelTable& t);  // only when LAYA_HAVE_X86 is defined
+void fill_neon_table(KernelTable& t);    // only when LAYA_HAVE_ARM is defined
+
+}  // namespace laya::cpu

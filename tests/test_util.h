@@ -1,0 +1,30 @@
+// Helpers shared by tests: fixture paths (skip when absent) and .npy reading.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace laya::test {
+
+// ../shared/fixtures beside the project root, or $LAYA_FIXTURES; "" if absent.
+std::string fixtures_dir();
+
+// GTEST_SKIP()s with a clear message when the fixtures are absent.
+#define LAYA_REQUIRE_FIXTURES(var)                                                    \
+  std::string var = ::laya::test::fixtures_dir();                                     \
+  if (var.empty()) GTEST_SKIP() << "../shared/fixtures not found (set LAYA_FIXTURES); " \
+                                   "skipping fixture-based test"
+
+struct NpyArray {
+  std::vector<int64_t> shape;
+  std::vector<float> data;  // float32 only
+};
+// Reads a little-endian float32 C-order .npy file; fails the test on error.
+bool read_npy_f32(const std::string& path, NpyArray* out, std::string* err);
+
+std::string read_text_file(const std::string& path);
+
+}  // namespace laya::test

@@ -1,0 +1,39 @@
+// laya: the command-line front end. `laya <command> --help` for each command.
+#include <cstdio>
+#include <cstring>
+
+#include "commands.h"
+
+namespace laya::cli {
+int cmd_version(int, char**) {
+  std::printf("laya 0.1.0\n");
+  return 0;
+}
+}  // namespace laya::cli
+
+namespace laya::cli {
+const Command kCommands[] = {
+    {"version", "print the version", cmd_version},
+};
+const int kNumCommands = sizeof(kCommands) / sizeof(kCommands[0]);
+}  // namespace laya::cli
+
+static void usage() {
+  std::fprintf(stderr, "usage: laya <command> [options]\n\ncommands:\n");
+  for (int i = 0; i < laya::cli::kNumCommands; ++i)
+    std::fprintf(stderr, "  %-12s %s\n", laya::cli::kCommands[i].name, laya::cli::kCommands[i].help);
+  std::fprintf(stderr, "\n`laya <command> --help` shows a command's options.\n");
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    usage();
+    return argc < 2 ? 2 : 0;
+  }
+  for (int i = 0; i < laya::cli::kNumCommands; ++i) {
+    if (!std::strcmp(argv[1], laya::cli::kCommands[i].name)) return laya::cli::kCommands[i].run(argc - 1, argv + 1);
+  }
+  std::fprintf(stderr, "laya: unknown command '%s'\n", argv[1]);
+  usage();
+  return 2;
+}
