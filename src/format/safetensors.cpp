@@ -1,0 +1,150 @@
+#include "format/safetensors.h"
+
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace laya::safetensors {
+
+namespace {
+// A header larger than this is not a real safetensors file (HF caps at 100 MB).
+constexpr uint64_t kMaxHeader = 100ull << 20;
+
+bool dtype_from_string(const std::string& s, DType* t, size_t* elem) {
+  if (s == "F32") { *t = DType::F32; *elem = 4; return true; }
+  if (s == "F16") { *t = DType::F16; *elem = 2; return true; }
+  if (s == "BF16") { *t = DType::BF16; *elem = 2; return true; }
+  return false;
+}
+}  // namespace
+
+Result<std::unique_ptr<File>> File::parse(MappedFile map) {
+  auto f = std::make_unique<File>();
+  f->map_ = std::move(map);
+  const std::string& name = f->map_.path();
+  const uint8_t* p = f->map_.data();
+  const size_t size = f->map_.size();
+  if (size < 8) {
+    return Status(StatusCode::kCorrupt, strformat("%s: file is %zu bytes, too small for a safetensors header", name.c_str(), size));
+  }
+  uint64_t hlen;
+  std::memcpy(&hlen, p, 8);
+  if (hlen > kMaxHeader || hlen > size - 8) {
+    return Status(StatusCode::kCorrupt, strformat("%s: header length %llu exceeds the file (%zu bytes) or the 100 MB limit; "
+                                                  "truncated or not a safetensors file",
+                                                  name.c_str(), static_cast<unsigned long long>(hlen), size));
+  }
+  const char* hdr = reinterpret_cast<const char*>(p + 8);
+  nlohmann::json j = nlohmann::json::parse(hdr, hdr + hlen, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status(StatusCode::kCorrupt, strformat("%s: header is not a valid JSON object", name.c_str()));
+  }
+  const uint64_t data_start = 8 + hlen;
+  const uint64_t data_size = size - data_start;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    const auto& v = it.value();
+    if (key == "__metadata__") {
+      if (v.is_object()) {
+        for (auto m = v.begin(); m != v.end(); ++m) {
+          if (m.value().is_string()) f->metadata_[m.key()] = m.value().get<std::string>();
+        }
+      }
+      continue;
+    }
+    auto bad = [&](const std::string& what) {
+      return Status(StatusCode::kCorrupt, strformat("%s: tensor '%s': %s", name.c_str(), key.c_str(), what.c_str()));
+    };
+    if (!v.is_object()) return bad("entry is not an object");
+    auto dt = v.find("dtype");
+    auto sh = v.find("shape");
+    auto off = v.find("data_offsets");
+    if (dt == v.end() || !dt->is_string()) return bad("missing or non-string \"dtype\"");
+    if (sh == v.end() || !sh->is_array()) return bad("missing or non-array \"shape\"");
+    if (off == v.end() || !off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() ||
+        !(*off)[1].is_number_unsigned()) {
+      return bad("\"data_offsets\" must be [begin, end] with non-negative integers");
+    }
+    TensorInfo t;
+    t.name = key;
+    t.dtype_str = dt->get<std::string>();
+    size_t elem = 0;
+    if (!dtype_from_string(t.dtype_str, &t.type, &elem)) {
+      return Status(StatusCode::kUnsupported,
+                    strformat("%s: tensor '%s': dtype %s is not supported (expected F32, F16 or BF16; quantized MLX "
+                              "weights need dequantizing first)", name.c_str(), key.c_str(), t.dtype_str.c_str()));
+    }
+    if (sh->size() > 8) return bad(strformat("%zu dimensions (at most 8 supported)", sh->size()));
+    uint64_t n = 1;
+    for (const auto& d : *sh) {
+      if (!d.is_number_unsigned()) return bad("shape entries must be non-negative integers");
+      uint64_t dv = d.get<uint64_t>();
+      if (dv > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
+          (dv != 0 && n > std::numeric_limits<uint64_t>::max() / 8 / dv)) {
+        return bad("shape product overflows 64 bits");
+      }
+      n *= dv;
+      t.shape.push_back(static_cast<int64_t>(dv));
+    }
+    uint64_t b = (*off)[0].get<uint64_t>(), e = (*off)[1].get<uint64_t>();
+    if (b > e || e > data_size) {
+      return bad(strformat("data_offsets [%llu, %llu] run past the end of the data (%llu bytes); file truncated?",
+                           static_cast<unsigned long long>(b), static_cast<unsigned long long>(e),
+                           static_cast<unsigned long long>(data_size)));
+    }
+    if (e - b != n * elem) {
+      return bad(strformat("data_offsets span %llu bytes but shape × %s needs %llu",
+                           static_cast<unsigned long long>(e - b), t.dtype_str.c_str(),
+                           static_cast<unsigned long long>(n * elem)));
+    }
+    t.data = p + data_start + b;
+    t.nbytes = static_cast<size_t>(e - b);
+    f->index_[t.name] = f->tensors_.size();
+    f->tensors_.push_back(std::move(t));
+  }
+  return f;
+}
+
+Result<std::unique_ptr<File>> File::open(const std::string& path) {
+  LAYA_ASSIGN_OR_RETURN(MappedFile m, MappedFile::open(path));
+  return parse(std::move(m));
+}
+
+const TensorInfo* File::find_tensor(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+Result<std::vector<std::string>> read_index(const std::string& index_path) {
+  std::ifstream in(index_path, std::ios::binary);
+  if (!in) return Status(StatusCode::kNotFound, strformat("%s: cannot open", index_path.c_str()));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Status(StatusCode::kCorrupt, strformat("%s: not valid JSON", index_path.c_str()));
+  }
+  auto wm = j.find("weight_map");
+  if (wm == j.end() || !wm->is_object()) {
+    return Status(StatusCode::kCorrupt, strformat("%s: missing object \"weight_map\"", index_path.c_str()));
+  }
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (auto it = wm->begin(); it != wm->end(); ++it) {
+    if (!it.value().is_string()) {
+      return Status(StatusCode::kCorrupt, strformat("%s: weight_map[\"%s\"] is not a string", index_path.c_str(), it.key().c_str()));
+    }
+    std::string s = it.value().get<std::string>();
+    if (s.find('/') != std::string::npos || s.find("..") != std::string::npos) {
+      return Status(StatusCode::kCorrupt, strformat("%s: shard name \"%s\" must be a plain file name", index_path.c_str(), s.c_str()));
+    }
+    if (seen.insert(s).second) out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace laya::safetensors
