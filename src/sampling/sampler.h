@@ -1,0 +1,81 @@
+// Token sampler: repetition penalty, temperature, top-k, top-p (nucleus),
+// min-p and a seeded draw. Every buffer is allocated once in the constructor
+// (sized n_vocab), so sample() never allocates. The random numbers come from
+// laya's own xoshiro256** (seeded through splitmix64), so a given seed gives
+// the same token sequence on every platform and standard library.
+//
+// Order of operations in sample() (Hugging Face's order):
+//   1. repetition penalty over the last `repeat_last_n` tokens of `history`
+//      (each distinct token once: logit > 0 → logit / penalty, else × penalty);
+//   2. temperature <= 0 → greedy: the arg-max (lowest id on ties); stop;
+//   3. logits / temperature;
+//   4. top-k: keep the k largest (0 = off);
+//   5. softmax over the survivors;
+//   6. top-p: keep the smallest prefix, by descending probability, whose mass
+//      reaches top_p (always at least one token; 1 = off);
+//   7. min-p: drop tokens with p < min_p × p_max (0 = off);
+//   8. draw from the renormalized survivors.
+// Ties in the sort are broken by token id, so the candidate order (and hence
+// the draw) does not depend on the sort implementation. NaN logits count as -inf.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+
+namespace laya {
+
+struct SamplerParams {
+  float temperature = 0.0f;     // 0 (or < 0) = greedy
+  int top_k = 0;                // 0 = off
+  float top_p = 1.0f;           // 1 = off; must be in (0, 1]
+  float min_p = 0.0f;           // 0 = off; must be in [0, 1]
+  float repeat_penalty = 1.0f;  // 1 = off; must be > 0
+  int repeat_last_n = 64;       // 0 = off, -1 = the whole history
+  uint64_t seed = 0;
+};
+
+// xoshiro256** 1.0 (Blackman & Vigna), state filled by splitmix64(seed).
+class Rng {
+ public:
+  explicit Rng(uint64_t seed = 0) { reseed(seed); }
+  void reseed(uint64_t seed);
+  uint64_t next();
+  // Uniform in [0, 1) with 53 random bits; exact and platform-independent.
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+ private:
+  uint64_t s_[4];
+};
+
+class Sampler {
+ public:
+  // Out-of-range parameters are clamped (see validate() to reject them instead).
+  explicit Sampler(SamplerParams params, int n_vocab);
+
+  // InvalidArgument naming the parameter when a value is out of range.
+  static Status validate(const SamplerParams& params, int n_vocab);
+
+  // `logits` holds n_vocab values (not modified); `history` the tokens so far
+  // (prompt + generated), used only for the repetition penalty. Ids outside
+  // [0, n_vocab) in history are ignored. Never allocates.
+  int32_t sample(const float* logits, std::span<const int32_t> history);
+
+  // Restart the random sequence (same seed → same draws as a new Sampler).
+  void reseed(uint64_t seed) { rng_.reseed(seed); }
+
+  const SamplerParams& params() const { return params_; }
+  int n_vocab() const { return n_vocab_; }
+
+ private:
+  SamplerParams params_;
+  int n_vocab_;
+  Rng rng_;
+  std::vector<float> work_;      // penalized / scaled logits, then probabilities
+  std::vector<int32_t> idx_;     // candidate token ids
+  std::vector<uint8_t> seen_;    // repetition-penalty marks (cleared after use)
+};
+
+}  // namespace laya
