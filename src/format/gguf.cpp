@@ -66,7 +66,14 @@ static int64_t read_scalar_i64(ValueType t, const uint8_t* p) {
   switch (t) {
     case ValueType::kU64: { uint64_t v; std::memcpy(&v, p, 8); return static_cast<int64_t>(v); }
     case ValueType::kI64: { int64_t v; std::memcpy(&v, p, 8); return v; }
-    case ValueType::kF32: case ValueType::kF64: return static_cast<int64_t>(read_scalar_f64(t, p));
+    case ValueType::kF32: case ValueType::kF64: {
+      // Saturate: casting a NaN or out-of-range double to int64 is undefined.
+      double d = read_scalar_f64(t, p);
+      if (!(d == d)) return 0;
+      if (d >= 9223372036854775808.0) return std::numeric_limits<int64_t>::max();
+      if (d < -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+      return static_cast<int64_t>(d);
+    }
     default: return static_cast<int64_t>(read_scalar_f64(t, p));
   }
 }
@@ -218,7 +225,11 @@ class Parser {
     }
     if (auto it = f->kv_.find("general.alignment"); it != f->kv_.end()) {
       const Value& a = it->second;
-      if (!a.is_int() || a.u == 0 || (a.u & (a.u - 1)) != 0 || a.u > (1u << 20)) {
+      if (!a.is_int() || a.type == ValueType::kBool) {
+        return Status(StatusCode::kCorrupt, strformat("%s: general.alignment has type %s, expected an integer (u32)",
+                                                      name_.c_str(), value_type_name(a.type)));
+      }
+      if (a.u == 0 || (a.u & (a.u - 1)) != 0 || a.u > (1u << 20)) {
         return Status(StatusCode::kCorrupt, strformat("%s: general.alignment = %llu, expected a power of two",
                                                       name_.c_str(), static_cast<unsigned long long>(a.u)));
       }
