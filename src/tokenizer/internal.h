@@ -1,0 +1,129 @@
+// Internal building blocks of the tokenizer: UTF-8 helpers, GPT-2's
+// byte↔unicode alphabet, normalizers, regex pre-tokenizers (PCRE2 with UCP)
+// and the BPE merge engine. Not a public API.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+#include "tokenizer/tokenizer.h"
+
+namespace laya::tok {
+
+// ---- UTF-8 ---------------------------------------------------------------------
+// Length of the UTF-8 sequence starting at s[i] (1 for an invalid byte).
+size_t utf8_len_at(std::string_view s, size_t i);
+// Code point at s[i] (or the byte value | 0x80000000 for invalid input); advances *len.
+uint32_t utf8_decode(std::string_view s, size_t i, size_t* len);
+void utf8_append(uint32_t cp, std::string* out);
+bool utf8_valid(std::string_view s);
+// Byte offset of code point `cp` (clamped to s.size()).
+size_t utf8_offset_of_cp(std::string_view s, size_t cp);
+// Bytes of the incomplete UTF-8 sequence at the end of s (0 if it ends complete).
+size_t utf8_incomplete_tail(std::string_view s);
+
+// GPT-2 byte-level alphabet.
+const std::string& byte_to_unicode(uint8_t b);  // UTF-8 of the mapped char
+// Maps a byte-level string back to bytes; false if some char is not in the alphabet.
+bool byte_level_decode(std::string_view s, std::string* out);
+
+// ---- normalizer -------------------------------------------------------------------
+class Normalizer {
+ public:
+  enum class Op { kNFC, kNFKC, kNFD, kNFKD, kPrepend, kReplace, kLowercase, kPrependIfFirst };
+  struct Step {
+    Op op;
+    std::string a, b;  // Prepend: a; Replace: a → b
+  };
+  std::vector<Step> steps;
+  bool empty() const { return steps.empty(); }
+  // Whether the steps can change text other than by a fixed prefix / replacement.
+  bool has_unicode_normalization() const;
+  std::string apply(std::string_view s, bool first) const;
+};
+
+// ---- pre-tokenizer -----------------------------------------------------------------
+class Regex {
+ public:
+  ~Regex();
+  static Result<std::unique_ptr<Regex>> compile(const std::string& pattern, bool literal);
+  // Next match in subject at or after `start`; false if none. Empty matches are skipped.
+  bool find(std::string_view subject, size_t start, size_t* mb, size_t* me) const;
+  const std::string& pattern() const { return pattern_; }
+
+ private:
+  Regex() = default;
+  std::string pattern_;
+  void* code_ = nullptr;        // pcre2_code_8*
+  void* match_data_ = nullptr;  // unused (per-thread match data)
+};
+
+enum class SplitBehavior { kIsolated, kRemoved, kMergedWithPrevious, kMergedWithNext, kContiguous };
+
+class PreTokenizer {
+ public:
+  struct Step {
+    std::unique_ptr<Regex> re;
+    SplitBehavior behavior = SplitBehavior::kIsolated;
+    bool invert = false;
+  };
+  std::vector<Step> steps;
+  // Pieces of `s` after step 0 only (level-1), or all steps.
+  void split_level1(std::string_view s, std::vector<Span>* out) const;
+  void split_rest(std::string_view s, Span piece, std::vector<Span>* out) const;
+
+  static void apply_step(const Step& st, std::string_view s, Span piece, std::vector<Span>* out);
+};
+
+// Regexes of llama.cpp's pre-tokenizer types (as in llama-vocab.cpp).
+Status pre_tokenizer_for_gguf(const std::string& pre, PreTokenizer* out);
+extern const char* const kGpt2Regex;
+
+// ---- BPE ---------------------------------------------------------------------------
+struct StrHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const noexcept;
+};
+struct StrEq {
+  using is_transparent = void;
+  bool operator()(std::string_view a, std::string_view b) const noexcept { return a == b; }
+};
+
+class BpeModel {
+ public:
+  MergeMode mode = MergeMode::kRank;
+  bool byte_level = true;     // symbols start as single bytes (else UTF-8 chars)
+  bool byte_fallback = false; // unknown chars → <0xNN>
+  bool fuse_unk = false;
+  bool ignore_merges = false; // a piece that is a whole token is emitted as it is
+  int32_t unk_id = -1;
+  int32_t byte_ids[256];
+  std::unordered_map<std::string, int32_t, StrHash, StrEq> vocab;  // piece → id (merge alphabet)
+  std::vector<float> scores;                                        // kScore
+  struct Merge {
+    int32_t rank;
+    int32_t id;
+  };
+  std::unordered_map<uint64_t, Merge> merges;  // (left id << 32 | right id) → merge
+
+  BpeModel() {
+    for (int i = 0; i < 256; ++i) byte_ids[i] = -1;
+  }
+  int32_t find(std::string_view s) const {
+    auto it = vocab.find(s);
+    return it == vocab.end() ? -1 : it->second;
+  }
+  void encode(std::string_view piece, std::vector<int32_t>* out) const;
+
+ private:
+  void encode_rank(std::string_view piece, std::vector<int32_t>* out) const;
+  void encode_score(std::string_view piece, std::vector<int32_t>* out) const;
+  void emit_unknown(std::string_view chr, std::vector<int32_t>* out, bool* last_unk) const;
+};
+
+}  // namespace laya::tok
