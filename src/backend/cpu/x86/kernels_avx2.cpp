@@ -1,0 +1,443 @@
+// AVX2 + FMA + F16C kernels. Compiled with -mavx2 -mfma -mf16c; called only
+// after a runtime CPU check (see kernels.cpp).
+//
+// dot_row dequantizes the weights in registers (the same float values as the
+// scalar reference: every product that feeds the reference's rounding is exact,
+// so fused multiply-subtract gives the same bits) and accumulates w*x in float32
+// with several FMA chains. Activations are never rounded to 8 bits.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backend/cpu/kernels.h"
+#include "core/dtype.h"
+
+namespace laya::cpu {
+namespace {
+
+// Local scalar helpers (no header inline functions: an out-of-line copy compiled
+// with AVX flags could be picked by the linker for other translation units).
+inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+float f16_scalar(uint16_t h) { return _cvtsh_ss(h); }
+float bf16_scalar(uint16_t h) {
+  const uint32_t b = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &b, sizeof(f));
+  return f;
+}
+
+inline float hsum(__m256 v) {
+  __m128 lo = _mm256_castps256_ps128(v);
+  const __m128 hi = _mm256_extractf128_ps(v, 1);
+  lo = _mm_add_ps(lo, hi);
+  __m128 sh = _mm_movehdup_ps(lo);
+  __m128 s = _mm_add_ps(lo, sh);
+  sh = _mm_movehl_ps(sh, s);
+  s = _mm_add_ss(s, sh);
+  return _mm_cvtss_f32(s);
+}
+
+inline __m256i load8_u8(const uint8_t* p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m256i load8_i8(const int8_t* p) {
+  return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m256 cvt(__m256i v) { return _mm256_cvtepi32_ps(v); }
+
+// ---- plain floats ------------------------------------------------------------------
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+    acc2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), acc2);
+    acc3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), acc3);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  float s = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+void axpy_f32(float a, const float* x, float* y, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    _mm256_storeu_ps(y + i + 8,
+                     _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8)));
+  }
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+float dot_row_f32(const void* w, const float* x, int64_t n) {
+  return dot_f32(static_cast<const float*>(w), x, n);
+}
+
+inline __m256 load_f16(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m256 load_bf16(const uint16_t* p) {
+  const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+template <__m256 (*kLoad)(const uint16_t*), float (*kScalar)(uint16_t)>
+float dot_row_half(const void* w, const float* x, int64_t n) {
+  const uint16_t* p = static_cast<const uint16_t*>(w);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm256_fmadd_ps(kLoad(p + i), _mm256_loadu_ps(x + i), acc0);
+    acc1 = _mm256_fmadd_ps(kLoad(p + i + 8), _mm256_loadu_ps(x + i + 8), acc1);
+    acc2 = _mm256_fmadd_ps(kLoad(p + i + 16), _mm256_loadu_ps(x + i + 16), acc2);
+    acc3 = _mm256_fmadd_ps(kLoad(p + i + 24), _mm256_loadu_ps(x + i + 24), acc3);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(kLoad(p + i), _mm256_loadu_ps(x + i), acc0);
+  float s = hsum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+  for (; i < n; ++i) s += kScalar(p[i]) * x[i];
+  return s;
+}
+
+template <__m256 (*kLoad)(const uint16_t*), float (*kScalar)(uint16_t)>
+void deq_half(const void* src, float* dst, int64_t n) {
+  const uint16_t* p = static_cast<const uint16_t*>(src);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, kLoad(p + i));
+  for (; i < n; ++i) dst[i] = kScalar(p[i]);
+}
+
+void deq_f32(const void* src, float* dst, int64_t n) {
+  std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+
+// ---- 32-element blocks -------------------------------------------------------------
+// Each unpacker yields the integer quants of elements 0-7, 8-15, 16-23, 24-31.
+
+struct Q8_0U {
+  using Block = BlockQ8_0;
+  static constexpr bool kHasMin = false;
+  static void unpack(const Block& b, __m256i q[4]) {
+    for (int k = 0; k < 4; ++k) q[k] = load8_i8(b.qs + 8 * k);
+  }
+  static float min(const Block&) { return 0.0f; }
+};
+
+inline void unpack_nibbles(const uint8_t* qs, __m256i q[4]) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i a = _mm256_cvtepu8_epi32(v);
+  const __m256i b = _mm256_cvtepu8_epi32(_mm_srli_si128(v, 8));
+  const __m256i m4 = _mm256_set1_epi32(0x0F);
+  q[0] = _mm256_and_si256(a, m4);
+  q[1] = _mm256_and_si256(b, m4);
+  q[2] = _mm256_srli_epi32(a, 4);
+  q[3] = _mm256_srli_epi32(b, 4);
+}
+
+// Adds the 5th bit (bit e of qh for element e) as 16.
+inline void add_high_bits(const uint8_t* qh_bytes, __m256i q[4]) {
+  uint32_t qh;
+  std::memcpy(&qh, qh_bytes, sizeof(qh));
+  const __m256i h = _mm256_set1_epi32(static_cast<int>(qh));
+  const __m256i one = _mm256_set1_epi32(1);
+  __m256i shift = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i eight = _mm256_set1_epi32(8);
+  for (int k = 0; k < 4; ++k) {
+    const __m256i bit = _mm256_and_si256(_mm256_srlv_epi32(h, shift), one);
+    q[k] = _mm256_or_si256(q[k], _mm256_slli_epi32(bit, 4));
+    shift = _mm256_add_epi32(shift, eight);
+  }
+}
+
+inline void sub_all(__m256i q[4], int v) {
+  const __m256i s = _mm256_set1_epi32(v);
+  for (int k = 0; k < 4; ++k) q[k] = _mm256_sub_epi32(q[k], s);
+}
+
+struct Q4_0U {
+  using Block = BlockQ4_0;
+  static constexpr bool kHasMin = false;
+  static void unpack(const Block& b, __m256i q[4]) {
+    unpack_nibbles(b.qs, q);
+    sub_all(q, 8);
+  }
+  static float min(const Block&) { return 0.0f; }
+};
+
+struct Q4_1U {
+  using Block = BlockQ4_1;
+  static constexpr bool kHasMin = true;
+  static void unpack(const Block& b, __m256i q[4]) { unpack_nibbles(b.qs, q); }
+  static float min(const Block& b) { return h2f(b.m); }
+};
+
+struct Q5_0U {
+  using Block = BlockQ5_0;
+  static constexpr bool kHasMin = false;
+  static void unpack(const Block& b, __m256i q[4]) {
+    unpack_nibbles(b.qs, q);
+    add_high_bits(b.qh, q);
+    sub_all(q, 16);
+  }
+  static float min(const Block&) { return 0.0f; }
+};
+
+struct Q5_1U {
+  using Block = BlockQ5_1;
+  static constexpr bool kHasMin = true;
+  static void unpack(const Block& b, __m256i q[4]) {
+    unpack_nibbles(b.qs, q);
+    add_high_bits(b.qh, q);
+  }
+  static float min(const Block& b) { return h2f(b.m); }
+};
+
+template <class U>
+inline __m256 block_partial(const typename U::Block& b, const float* x, __m256* acc) {
+  __m256i q[4];
+  U::unpack(b, q);
+  const __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
+  const __m256 x2 = _mm256_loadu_ps(x + 16), x3 = _mm256_loadu_ps(x + 24);
+  __m256 s0 = _mm256_mul_ps(cvt(q[0]), x0);
+  __m256 s1 = _mm256_mul_ps(cvt(q[1]), x1);
+  s0 = _mm256_fmadd_ps(cvt(q[2]), x2, s0);
+  s1 = _mm256_fmadd_ps(cvt(q[3]), x3, s1);
+  const __m256 s = _mm256_add_ps(s0, s1);
+  *acc = _mm256_fmadd_ps(s, _mm256_set1_ps(h2f(b.d)), *acc);
+  if constexpr (U::kHasMin) {
+    const __m256 sx = _mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3));
+    return _mm256_mul_ps(sx, _mm256_set1_ps(U::min(b)));
+  } else {
+    return _mm256_setzero_ps();
+  }
+}
+
+template <class U>
+float dot_row_b32(const void* w, const float* x, int64_t n) {
+  const typename U::Block* b = static_cast<const typename U::Block*>(w);
+  const int64_t nb = n / 32;
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  __m256 mins0 = _mm256_setzero_ps(), mins1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 2 <= nb; i += 2) {
+    const __m256 m0 = block_partial<U>(b[i], x + i * 32, &acc0);
+    const __m256 m1 = block_partial<U>(b[i + 1], x + i * 32 + 32, &acc1);
+    if constexpr (U::kHasMin) {
+      mins0 = _mm256_add_ps(mins0, m0);
+      mins1 = _mm256_add_ps(mins1, m1);
+    }
+  }
+  if (i < nb) {
+    const __m256 m0 = block_partial<U>(b[i], x + i * 32, &acc0);
+    if constexpr (U::kHasMin) mins0 = _mm256_add_ps(mins0, m0);
+  }
+  __m256 acc = _mm256_add_ps(acc0, acc1);
+  if constexpr (U::kHasMin) acc = _mm256_add_ps(acc, _mm256_add_ps(mins0, mins1));
+  return hsum(acc);
+}
+
+template <class U>
+void deq_b32(const void* src, float* dst, int64_t n) {
+  const typename U::Block* b = static_cast<const typename U::Block*>(src);
+  const int64_t nb = n / 32;
+  for (int64_t i = 0; i < nb; ++i) {
+    __m256i q[4];
+    U::unpack(b[i], q);
+    const __m256 d = _mm256_set1_ps(h2f(b[i].d));
+    float* y = dst + i * 32;
+    if constexpr (U::kHasMin) {
+      // q*d is exact (<= 5 bits times an fp16), so the fused add rounds like q*d + m.
+      const __m256 m = _mm256_set1_ps(U::min(b[i]));
+      for (int k = 0; k < 4; ++k) _mm256_storeu_ps(y + 8 * k, _mm256_fmadd_ps(cvt(q[k]), d, m));
+    } else {
+      for (int k = 0; k < 4; ++k) _mm256_storeu_ps(y + 8 * k, _mm256_mul_ps(cvt(q[k]), d));
+    }
+  }
+}
+
+// ---- K-quants ----------------------------------------------------------------------
+
+// The 8 six-bit scales and 8 mins of a Q4_K/Q5_K block, unpacked to bytes
+// (sc[0..7], m[0..7]) with 32-bit operations, then scaled by d / dmin in a
+// vector (the same float products as the reference's d * sc).
+inline void scales_mins_k4(const uint8_t* q, float d, float dmin, float* sc, float* mn) {
+  uint32_t u[3];
+  std::memcpy(u, q, 12);
+  constexpr uint32_t k1 = 0x3f3f3f3fu, k2 = 0x0f0f0f0fu, k3 = 0x03030303u;
+  uint32_t o[4];
+  o[0] = u[0] & k1;
+  o[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
+  o[2] = u[1] & k1;
+  o[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(o));
+  _mm256_storeu_ps(sc, _mm256_mul_ps(cvt(_mm256_cvtepu8_epi32(v)), _mm256_set1_ps(d)));
+  _mm256_storeu_ps(mn, _mm256_mul_ps(cvt(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8))), _mm256_set1_ps(dmin)));
+}
+
+// Q4_K / Q5_K: element 64*jj + l (l < 32) is the low nibble of qs[32*jj + l] with
+// scale 2*jj, element 64*jj + 32 + l the high nibble with scale 2*jj + 1.
+// The 5th bit of Q5_K is bit 2*jj (low) / 2*jj + 1 (high) of qh[l].
+template <bool kQ5, bool kStore>
+inline void kquant45_block(const uint8_t* scales, uint16_t dh, uint16_t dminh, const uint8_t* qs,
+                           const uint8_t* qh, const float* x, float* y, __m256 acc[4]) {
+  alignas(32) float sc[8], mn[8];
+  scales_mins_k4(scales, h2f(dh), h2f(dminh), sc, mn);
+  const __m256i m4 = _mm256_set1_epi32(0x0F);
+  const __m256i b16 = _mm256_set1_epi32(0x10);
+  __m256i h[4];
+  if constexpr (kQ5) {
+    for (int c = 0; c < 4; ++c) h[c] = load8_u8(qh + 8 * c);
+  }
+  for (int jj = 0; jj < 4; ++jj) {
+    const __m256 d1 = _mm256_set1_ps(sc[2 * jj]), m1 = _mm256_set1_ps(mn[2 * jj]);
+    const __m256 d2 = _mm256_set1_ps(sc[2 * jj + 1]), m2 = _mm256_set1_ps(mn[2 * jj + 1]);
+    const uint8_t* q = qs + 32 * jj;
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = load8_u8(q + 8 * c);
+      __m256i lo = _mm256_and_si256(v, m4);
+      __m256i hi = _mm256_srli_epi32(v, 4);
+      if constexpr (kQ5) {
+        lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_slli_epi32(h[c], 4), b16));
+        hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_slli_epi32(h[c], 3), b16));
+        h[c] = _mm256_srli_epi32(h[c], 2);
+      }
+      // d*sc*q is exact, so fmsub rounds exactly like the reference's d*q - m.
+      const __m256 wlo = _mm256_fmsub_ps(cvt(lo), d1, m1);
+      const __m256 whi = _mm256_fmsub_ps(cvt(hi), d2, m2);
+      const int e = 64 * jj + 8 * c;
+      if constexpr (kStore) {
+        _mm256_storeu_ps(y + e, wlo);
+        _mm256_storeu_ps(y + e + 32, whi);
+      } else {
+        acc[c & 1] = _mm256_fmadd_ps(wlo, _mm256_loadu_ps(x + e), acc[c & 1]);
+        acc[2 + (c & 1)] = _mm256_fmadd_ps(whi, _mm256_loadu_ps(x + e + 32), acc[2 + (c & 1)]);
+      }
+    }
+  }
+}
+
+float dot_row_q4_k(const void* w, const float* x, int64_t n) {
+  const BlockQ4_K* b = static_cast<const BlockQ4_K*>(w);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t i = 0; i < n / kQK_K; ++i)
+    kquant45_block<false, false>(b[i].scales, b[i].d, b[i].dmin, b[i].qs, nullptr, x + i * kQK_K, nullptr, acc);
+  return hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+}
+
+void deq_q4_k(const void* src, float* dst, int64_t n) {
+  __m256 unused[4];  // not touched when dequantizing
+  const BlockQ4_K* b = static_cast<const BlockQ4_K*>(src);
+  for (int64_t i = 0; i < n / kQK_K; ++i)
+    kquant45_block<false, true>(b[i].scales, b[i].d, b[i].dmin, b[i].qs, nullptr, nullptr, dst + i * kQK_K,
+                          unused);
+}
+
+float dot_row_q5_k(const void* w, const float* x, int64_t n) {
+  const BlockQ5_K* b = static_cast<const BlockQ5_K*>(w);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t i = 0; i < n / kQK_K; ++i)
+    kquant45_block<true, false>(b[i].scales, b[i].d, b[i].dmin, b[i].qs, b[i].qh, x + i * kQK_K, nullptr, acc);
+  return hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+}
+
+void deq_q5_k(const void* src, float* dst, int64_t n) {
+  __m256 unused[4];  // not touched when dequantizing
+  const BlockQ5_K* b = static_cast<const BlockQ5_K*>(src);
+  for (int64_t i = 0; i < n / kQK_K; ++i)
+    kquant45_block<true, true>(b[i].scales, b[i].d, b[i].dmin, b[i].qs, b[i].qh, nullptr, dst + i * kQK_K,
+                         unused);
+}
+
+// Q6_K: per 128 elements, l < 32: q1 = ql[l] low | qh[l] bits 0-1, q2 = ql[l+32] low |
+// bits 2-3, q3 = ql[l] high | bits 4-5, q4 = ql[l+32] high | bits 6-7; minus 32;
+// elements l, l+32, l+64, l+96 with scales sc[l/16 + 0, 2, 4, 6].
+template <bool kStore>
+inline void q6k_block(const BlockQ6_K& b, const float* x, float* y, __m256 acc[4]) {
+  const float d = h2f(b.d);
+  float ds[16];
+  for (int k = 0; k < 16; ++k) ds[k] = d * static_cast<float>(b.scales[k]);
+  const __m256i m4 = _mm256_set1_epi32(0x0F);
+  const __m256i m30 = _mm256_set1_epi32(0x30);
+  const __m256i k32 = _mm256_set1_epi32(32);
+  for (int nn = 0; nn < 2; ++nn) {
+    const uint8_t* ql = b.ql + 64 * nn;
+    const uint8_t* qh = b.qh + 32 * nn;
+    const float* s = ds + 8 * nn;
+    for (int c = 0; c < 4; ++c) {
+      const int l = 8 * c;
+      const int is = c >> 1;
+      const __m256i a = load8_u8(ql + l);
+      const __m256i bq = load8_u8(ql + l + 32);
+      const __m256i h = load8_u8(qh + l);
+      const __m256i q1 = _mm256_sub_epi32(
+          _mm256_or_si256(_mm256_and_si256(a, m4), _mm256_and_si256(_mm256_slli_epi32(h, 4), m30)), k32);
+      const __m256i q2 = _mm256_sub_epi32(
+          _mm256_or_si256(_mm256_and_si256(bq, m4), _mm256_and_si256(_mm256_slli_epi32(h, 2), m30)), k32);
+      const __m256i q3 = _mm256_sub_epi32(_mm256_or_si256(_mm256_srli_epi32(a, 4), _mm256_and_si256(h, m30)), k32);
+      const __m256i q4 = _mm256_sub_epi32(
+          _mm256_or_si256(_mm256_srli_epi32(bq, 4), _mm256_and_si256(_mm256_srli_epi32(h, 2), m30)), k32);
+      const __m256 w1 = _mm256_mul_ps(cvt(q1), _mm256_broadcast_ss(s + is + 0));
+      const __m256 w2 = _mm256_mul_ps(cvt(q2), _mm256_broadcast_ss(s + is + 2));
+      const __m256 w3 = _mm256_mul_ps(cvt(q3), _mm256_broadcast_ss(s + is + 4));
+      const __m256 w4 = _mm256_mul_ps(cvt(q4), _mm256_broadcast_ss(s + is + 6));
+      const int e = 128 * nn + l;
+      if constexpr (kStore) {
+        _mm256_storeu_ps(y + e, w1);
+        _mm256_storeu_ps(y + e + 32, w2);
+        _mm256_storeu_ps(y + e + 64, w3);
+        _mm256_storeu_ps(y + e + 96, w4);
+      } else {
+        acc[0] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + e), acc[0]);
+        acc[1] = _mm256_fmadd_ps(w2, _mm256_loadu_ps(x + e + 32), acc[1]);
+        acc[2] = _mm256_fmadd_ps(w3, _mm256_loadu_ps(x + e + 64), acc[2]);
+        acc[3] = _mm256_fmadd_ps(w4, _mm256_loadu_ps(x + e + 96), acc[3]);
+      }
+    }
+  }
+}
+
+float dot_row_q6_k(const void* w, const float* x, int64_t n) {
+  const BlockQ6_K* b = static_cast<const BlockQ6_K*>(w);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t i = 0; i < n / kQK_K; ++i) q6k_block<false>(b[i], x + i * kQK_K, nullptr, acc);
+  return hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+}
+
+void deq_q6_k(const void* src, float* dst, int64_t n) {
+  __m256 unused[4];  // not touched when dequantizing
+  const BlockQ6_K* b = static_cast<const BlockQ6_K*>(src);
+  for (int64_t i = 0; i < n / kQK_K; ++i) q6k_block<true>(b[i], nullptr, dst + i * kQK_K, unused);
+}
+
+inline void set(KernelTable& t, DType type, DequantizeRowFn deq, DotRowFn dot) {
+  t.dequantize_row[static_cast<uint32_t>(type)] = deq;
+  t.dot_row[static_cast<uint32_t>(type)] = dot;
+}
+
+}  // namespace
+
+void fill_avx2_table(KernelTable& t) {
+  t.isa = Isa::kAvx2;
+  set(t, DType::F32, &deq_f32, &dot_row_f32);
+  set(t, DType::F16, &deq_half<load_f16, f16_scalar>, &dot_row_half<load_f16, f16_scalar>);
+  set(t, DType::BF16, &deq_half<load_bf16, bf16_scalar>, &dot_row_half<load_bf16, bf16_scalar>);
+  set(t, DType::Q8_0, &deq_b32<Q8_0U>, &dot_row_b32<Q8_0U>);
+  set(t, DType::Q4_0, &deq_b32<Q4_0U>, &dot_row_b32<Q4_0U>);
+  set(t, DType::Q4_1, &deq_b32<Q4_1U>, &dot_row_b32<Q4_1U>);
+  set(t, DType::Q5_0, &deq_b32<Q5_0U>, &dot_row_b32<Q5_0U>);
+  set(t, DType::Q5_1, &deq_b32<Q5_1U>, &dot_row_b32<Q5_1U>);
+  set(t, DType::Q4_K, &deq_q4_k, &dot_row_q4_k);
+  set(t, DType::Q5_K, &deq_q5_k, &dot_row_q5_k);
+  set(t, DType::Q6_K, &deq_q6_k, &dot_row_q6_k);
+  t.dot_f32 = &dot_f32;
+  t.axpy_f32 = &axpy_f32;
+}
+
+}  // namespace laya::cpu

@@ -1,0 +1,439 @@
+// AVX-512 (F/BW/VL/DQ) kernels. Called only after a runtime CPU check (see
+// kernels.cpp). Same structure as the AVX2 file with 16 lanes: weights are
+// dequantized in registers to the reference's float values and multiplied with
+// float32 activations, accumulated with several FMA chains; tails of plain-float
+// rows use masked loads.
+#include <immintrin.h>
+
+// GCC 12's AVX-512 headers trip -Wuninitialized (their _mm512_undefined_*).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include <cstring>
+
+#include "backend/cpu/kernels.h"
+#include "core/dtype.h"
+
+namespace laya::cpu {
+namespace {
+
+// Local scalar helpers (no header inline functions: an out-of-line copy compiled
+// with AVX-512 flags could be picked by the linker for other translation units).
+inline float h2f(uint16_t h) { return _cvtsh_ss(h); }
+
+inline __m512i load16_u8(const uint8_t* p) {
+  return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m512i load16_i8(const int8_t* p) {
+  return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m512 cvt(__m512i v) { return _mm512_cvtepi32_ps(v); }
+inline __mmask16 tail_mask(int64_t r) { return static_cast<__mmask16>((1u << r) - 1u); }
+
+// ---- plain floats ------------------------------------------------------------------
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  __m512 acc2 = _mm512_setzero_ps(), acc3 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
+    acc2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32), acc2);
+    acc3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48), acc3);
+  }
+  for (; i + 16 <= n; i += 16) acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc1);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
+}
+
+void axpy_f32(float a, const float* x, float* y, int64_t n) {
+  const __m512 va = _mm512_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+    _mm512_storeu_ps(y + i + 16,
+                     _mm512_fmadd_ps(va, _mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(y + i + 16)));
+  }
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    const __m512 r = _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i));
+    _mm512_mask_storeu_ps(y + i, m, r);
+  }
+}
+
+float dot_row_f32(const void* w, const float* x, int64_t n) {
+  return dot_f32(static_cast<const float*>(w), x, n);
+}
+
+void deq_f32(const void* src, float* dst, int64_t n) {
+  std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+
+inline __m512 cvt_f16(__m256i v) { return _mm512_cvtph_ps(v); }
+inline __m512 cvt_bf16(__m256i v) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+}
+
+template <__m512 (*kCvt)(__m256i)>
+inline __m512 load_half(const uint16_t* p) {
+  return kCvt(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+template <__m512 (*kCvt)(__m256i)>
+inline __m512 load_half_tail(const uint16_t* p, __mmask16 m) {
+  return kCvt(_mm256_maskz_loadu_epi16(m, p));
+}
+
+template <__m512 (*kCvt)(__m256i)>
+float dot_row_half(const void* w, const float* x, int64_t n) {
+  const uint16_t* p = static_cast<const uint16_t*>(w);
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  __m512 acc2 = _mm512_setzero_ps(), acc3 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    acc0 = _mm512_fmadd_ps(load_half<kCvt>(p + i), _mm512_loadu_ps(x + i), acc0);
+    acc1 = _mm512_fmadd_ps(load_half<kCvt>(p + i + 16), _mm512_loadu_ps(x + i + 16), acc1);
+    acc2 = _mm512_fmadd_ps(load_half<kCvt>(p + i + 32), _mm512_loadu_ps(x + i + 32), acc2);
+    acc3 = _mm512_fmadd_ps(load_half<kCvt>(p + i + 48), _mm512_loadu_ps(x + i + 48), acc3);
+  }
+  for (; i + 16 <= n; i += 16) acc0 = _mm512_fmadd_ps(load_half<kCvt>(p + i), _mm512_loadu_ps(x + i), acc0);
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    acc1 = _mm512_fmadd_ps(load_half_tail<kCvt>(p + i, m), _mm512_maskz_loadu_ps(m, x + i), acc1);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
+}
+
+template <__m512 (*kCvt)(__m256i)>
+void deq_half(const void* src, float* dst, int64_t n) {
+  const uint16_t* p = static_cast<const uint16_t*>(src);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, load_half<kCvt>(p + i));
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(dst + i, m, load_half_tail<kCvt>(p + i, m));
+  }
+}
+
+// ---- 32-element blocks -------------------------------------------------------------
+// Each unpacker yields the integer quants of elements 0-15 and 16-31.
+
+struct Q8_0U {
+  using Block = BlockQ8_0;
+  static constexpr bool kHasMin = false;
+  static void unpack(const Block& b, __m512i q[2]) {
+    q[0] = load16_i8(b.qs);
+    q[1] = load16_i8(b.qs + 16);
+  }
+  static float min(const Block&) { return 0.0f; }
+};
+
+inline void unpack_nibbles(const uint8_t* qs, __m512i q[2]) {
+  const __m512i v = load16_u8(qs);
+  q[0] = _mm512_and_si512(v, _mm512_set1_epi32(0x0F));
+  q[1] = _mm512_srli_epi32(v, 4);
+}
+
+// Adds the 5th bit (bit e of qh for element e) as 16.
+inline void add_high_bits(const uint8_t* qh_bytes, __m512i q[2]) {
+  uint32_t qh;
+  std::memcpy(&qh, qh_bytes, sizeof(qh));
+  const __m512i b16 = _mm512_set1_epi32(16);
+  q[0] = _mm512_mask_or_epi32(q[0], static_cast<__mmask16>(qh & 0xFFFFu), q[0], b16);
+  q[1] = _mm512_mask_or_epi32(q[1], static_cast<__mmask16>(qh >> 16), q[1], b16);
+}
+
+struct Q4_0U {
+  using Block = BlockQ4_0;
+  static constexpr bool kHasMin = false;
+  static void unpack(const Block& b, __m512i q[2]) {
+    unpack_nibbles(b.qs, q);
+    const __m512i k = _mm512_set1_epi32(8);
+    q[0] = _mm512_sub_epi32(q[0], k);
+    q[1] = _mm512_sub_epi32(q[1], k);
+  }
+  static float min(const Block&) { return 0.0f; }
+};
+
+struct Q4_1U {
+  using Block = BlockQ4_1;
+  static constexpr bool kHasMin = true;
+  static void unpack(const Block& b, __m512i q[2]) { unpack_nibbles(b.qs, q); }
+  static float min(const Block& b) { return h2f(b.m); }
+};
+
+struct Q5_0U {
+  using Block = BlockQ5_0;
+  static constexpr bool kHasMin = false;
+  static void unpack(const Block& b, __m512i q[2]) {
+    unpack_nibbles(b.qs, q);
+    add_high_bits(b.qh, q);
+    const __m512i k = _mm512_set1_epi32(16);
+    q[0] = _mm512_sub_epi32(q[0], k);
+    q[1] = _mm512_sub_epi32(q[1], k);
+  }
+  static float min(const Block&) { return 0.0f; }
+};
+
+struct Q5_1U {
+  using Block = BlockQ5_1;
+  static constexpr bool kHasMin = true;
+  static void unpack(const Block& b, __m512i q[2]) {
+    unpack_nibbles(b.qs, q);
+    add_high_bits(b.qh, q);
+  }
+  static float min(const Block& b) { return h2f(b.m); }
+};
+
+template <class U>
+inline __m512 block_partial(const typename U::Block& b, const float* x, __m512* acc) {
+  __m512i q[2];
+  U::unpack(b, q);
+  const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+  const __m512 s = _mm512_fmadd_ps(cvt(q[1]), x1, _mm512_mul_ps(cvt(q[0]), x0));
+  *acc = _mm512_fmadd_ps(s, _mm512_set1_ps(h2f(b.d)), *acc);
+  if constexpr (U::kHasMin) {
+    return _mm512_mul_ps(_mm512_add_ps(x0, x1), _mm512_set1_ps(U::min(b)));
+  } else {
+    return _mm512_setzero_ps();
+  }
+}
+
+template <class U>
+float dot_row_b32(const void* w, const float* x, int64_t n) {
+  const typename U::Block* b = static_cast<const typename U::Block*>(w);
+  const int64_t nb = n / 32;
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  __m512 mins0 = _mm512_setzero_ps(), mins1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 2 <= nb; i += 2) {
+    const __m512 m0 = block_partial<U>(b[i], x + i * 32, &acc0);
+    const __m512 m1 = block_partial<U>(b[i + 1], x + i * 32 + 32, &acc1);
+    if constexpr (U::kHasMin) {
+      mins0 = _mm512_add_ps(mins0, m0);
+      mins1 = _mm512_add_ps(mins1, m1);
+    }
+  }
+  if (i < nb) {
+    const __m512 m0 = block_partial<U>(b[i], x + i * 32, &acc0);
+    if constexpr (U::kHasMin) mins0 = _mm512_add_ps(mins0, m0);
+  }
+  __m512 acc = _mm512_add_ps(acc0, acc1);
+  if constexpr (U::kHasMin) acc = _mm512_add_ps(acc, _mm512_add_ps(mins0, mins1));
+  return _mm512_reduce_add_ps(acc);
+}
+
+template <class U>
+void deq_b32(const void* src, float* dst, int64_t n) {
+  const typename U::Block* b = static_cast<const typename U::Block*>(src);
+  const int64_t nb = n / 32;
+  for (int64_t i = 0; i < nb; ++i) {
+    __m512i q[2];
+    U::unpack(b[i], q);
+    const __m512 d = _mm512_set1_ps(h2f(b[i].d));
+    float* y = dst + i * 32;
+    if constexpr (U::kHasMin) {
+      // q*d is exact (<= 5 bits times an fp16), so the fused add rounds like q*d + m.
+      const __m512 m = _mm512_set1_ps(U::min(b[i]));
+      _mm512_storeu_ps(y, _mm512_fmadd_ps(cvt(q[0]), d, m));
+      _mm512_storeu_ps(y + 16, _mm512_fmadd_ps(cvt(q[1]), d, m));
+    } else {
+      _mm512_storeu_ps(y, _mm512_mul_ps(cvt(q[0]), d));
+      _mm512_storeu_ps(y + 16, _mm512_mul_ps(cvt(q[1]), d));
+    }
+  }
+}
+
+// ---- K-quants ----------------------------------------------------------------------
+
+// The 8 six-bit scales and 8 mins of a Q4_K/Q5_K block, unpacked to bytes
+// (sc[0..7], m[0..7]) with 32-bit operations, then scaled by d / dmin in a
+// vector (the same float products as the reference's d * sc).
+inline void scales_mins_k4(const uint8_t* q, float d, float dmin, float* scmn) {
+  uint32_t u[3];
+  std::memcpy(u, q, 12);
+  constexpr uint32_t k1 = 0x3f3f3f3fu, k2 = 0x0f0f0f0fu, k3 = 0x03030303u;
+  uint32_t o[4];
+  o[0] = u[0] & k1;
+  o[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
+  o[2] = u[1] & k1;
+  o[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
+  const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(o)));
+  const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(d), _mm256_set1_ps(dmin), 1);
+  _mm512_storeu_ps(scmn, _mm512_mul_ps(cvt(v), dd));
+}
+
+// Q4_K / Q5_K: element 64*jj + l (l < 32) is the low nibble of qs[32*jj + l] with
+// scale 2*jj, element 64*jj + 32 + l the high nibble with scale 2*jj + 1.
+// The 5th bit of Q5_K is bit 2*jj (low) / 2*jj + 1 (high) of qh[l].
+template <bool kQ5, bool kStore>
+inline void kquant45_block(const uint8_t* scales, uint16_t dh, uint16_t dminh, const uint8_t* qs,
+                           const uint8_t* qh, const float* x, float* y, __m512 acc[4]) {
+  alignas(64) float scmn[16];
+  scales_mins_k4(scales, h2f(dh), h2f(dminh), scmn);
+  const float* sc = scmn;
+  const float* mn = scmn + 8;
+  const __m512i m4 = _mm512_set1_epi32(0x0F);
+  const __m512i b16 = _mm512_set1_epi32(0x10);
+  __m128i h[2];
+  if constexpr (kQ5) {
+    h[0] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qh));
+    h[1] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qh + 16));
+  }
+  for (int jj = 0; jj < 4; ++jj) {
+    const __m512 d1 = _mm512_set1_ps(sc[2 * jj]), m1 = _mm512_set1_ps(mn[2 * jj]);
+    const __m512 d2 = _mm512_set1_ps(sc[2 * jj + 1]), m2 = _mm512_set1_ps(mn[2 * jj + 1]);
+    const uint8_t* q = qs + 32 * jj;
+    for (int c = 0; c < 2; ++c) {
+      const __m512i v = load16_u8(q + 16 * c);
+      __m512i lo = _mm512_and_si512(v, m4);
+      __m512i hi = _mm512_srli_epi32(v, 4);
+      if constexpr (kQ5) {
+        const __mmask16 klo = _mm_test_epi8_mask(h[c], _mm_set1_epi8(static_cast<char>(1 << (2 * jj))));
+        const __mmask16 khi = _mm_test_epi8_mask(h[c], _mm_set1_epi8(static_cast<char>(2 << (2 * jj))));
+        lo = _mm512_mask_or_epi32(lo, klo, lo, b16);
+        hi = _mm512_mask_or_epi32(hi, khi, hi, b16);
+      }
+      // d*sc*q is exact, so fmsub rounds exactly like the reference's d*q - m.
+      const __m512 wlo = _mm512_fmsub_ps(cvt(lo), d1, m1);
+      const __m512 whi = _mm512_fmsub_ps(cvt(hi), d2, m2);
+      const int e = 64 * jj + 16 * c;
+      if constexpr (kStore) {
+        _mm512_storeu_ps(y + e, wlo);
+        _mm512_storeu_ps(y + e + 32, whi);
+      } else {
+        acc[c] = _mm512_fmadd_ps(wlo, _mm512_loadu_ps(x + e), acc[c]);
+        acc[2 + c] = _mm512_fmadd_ps(whi, _mm512_loadu_ps(x + e + 32), acc[2 + c]);
+      }
+    }
+  }
+}
+
+inline float reduce4(const __m512 acc[4]) {
+  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+}
+
+float dot_row_q4_k(const void* w, const float* x, int64_t n) {
+  const BlockQ4_K* b = static_cast<const BlockQ4_K*>(w);
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t i = 0; i < n / kQK_K; ++i)
+    kquant45_block<false, false>(b[i].scales, b[i].d, b[i].dmin, b[i].qs, nullptr, x + i * kQK_K, nullptr, acc);
+  return reduce4(acc);
+}
+
+void deq_q4_k(const void* src, float* dst, int64_t n) {
+  __m512 unused[4];  // not touched when dequantizing
+  const BlockQ4_K* b = static_cast<const BlockQ4_K*>(src);
+  for (int64_t i = 0; i < n / kQK_K; ++i)
+    kquant45_block<false, true>(b[i].scales, b[i].d, b[i].dmin, b[i].qs, nullptr, nullptr, dst + i * kQK_K,
+                          unused);
+}
+
+float dot_row_q5_k(const void* w, const float* x, int64_t n) {
+  const BlockQ5_K* b = static_cast<const BlockQ5_K*>(w);
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t i = 0; i < n / kQK_K; ++i)
+    kquant45_block<true, false>(b[i].scales, b[i].d, b[i].dmin, b[i].qs, b[i].qh, x + i * kQK_K, nullptr, acc);
+  return reduce4(acc);
+}
+
+void deq_q5_k(const void* src, float* dst, int64_t n) {
+  __m512 unused[4];  // not touched when dequantizing
+  const BlockQ5_K* b = static_cast<const BlockQ5_K*>(src);
+  for (int64_t i = 0; i < n / kQK_K; ++i)
+    kquant45_block<true, true>(b[i].scales, b[i].d, b[i].dmin, b[i].qs, b[i].qh, nullptr, dst + i * kQK_K,
+                         unused);
+}
+
+// Q6_K: per 128 elements, l < 32: q1 = ql[l] low | qh[l] bits 0-1, q2 = ql[l+32] low |
+// bits 2-3, q3 = ql[l] high | bits 4-5, q4 = ql[l+32] high | bits 6-7; minus 32;
+// elements l, l+32, l+64, l+96 with scales sc[l/16 + 0, 2, 4, 6].
+template <bool kStore>
+inline void q6k_block(const BlockQ6_K& b, const float* x, float* y, __m512 acc[4]) {
+  const float d = h2f(b.d);
+  float ds[16];
+  for (int k = 0; k < 16; ++k) ds[k] = d * static_cast<float>(b.scales[k]);
+  const __m512i m4 = _mm512_set1_epi32(0x0F);
+  const __m512i m30 = _mm512_set1_epi32(0x30);
+  const __m512i k32 = _mm512_set1_epi32(32);
+  for (int nn = 0; nn < 2; ++nn) {
+    const uint8_t* ql = b.ql + 64 * nn;
+    const uint8_t* qh = b.qh + 32 * nn;
+    const float* s = ds + 8 * nn;
+    for (int c = 0; c < 2; ++c) {
+      const int l = 16 * c;
+      const __m512i a = load16_u8(ql + l);
+      const __m512i bq = load16_u8(ql + l + 32);
+      const __m512i h = load16_u8(qh + l);
+      const __m512i q1 = _mm512_sub_epi32(
+          _mm512_or_si512(_mm512_and_si512(a, m4), _mm512_and_si512(_mm512_slli_epi32(h, 4), m30)), k32);
+      const __m512i q2 = _mm512_sub_epi32(
+          _mm512_or_si512(_mm512_and_si512(bq, m4), _mm512_and_si512(_mm512_slli_epi32(h, 2), m30)), k32);
+      const __m512i q3 = _mm512_sub_epi32(_mm512_or_si512(_mm512_srli_epi32(a, 4), _mm512_and_si512(h, m30)), k32);
+      const __m512i q4 = _mm512_sub_epi32(
+          _mm512_or_si512(_mm512_srli_epi32(bq, 4), _mm512_and_si512(_mm512_srli_epi32(h, 2), m30)), k32);
+      const __m512 w1 = _mm512_mul_ps(cvt(q1), _mm512_set1_ps(s[c + 0]));
+      const __m512 w2 = _mm512_mul_ps(cvt(q2), _mm512_set1_ps(s[c + 2]));
+      const __m512 w3 = _mm512_mul_ps(cvt(q3), _mm512_set1_ps(s[c + 4]));
+      const __m512 w4 = _mm512_mul_ps(cvt(q4), _mm512_set1_ps(s[c + 6]));
+      const int e = 128 * nn + l;
+      if constexpr (kStore) {
+        _mm512_storeu_ps(y + e, w1);
+        _mm512_storeu_ps(y + e + 32, w2);
+        _mm512_storeu_ps(y + e + 64, w3);
+        _mm512_storeu_ps(y + e + 96, w4);
+      } else {
+        acc[0] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + e), acc[0]);
+        acc[1] = _mm512_fmadd_ps(w2, _mm512_loadu_ps(x + e + 32), acc[1]);
+        acc[2] = _mm512_fmadd_ps(w3, _mm512_loadu_ps(x + e + 64), acc[2]);
+        acc[3] = _mm512_fmadd_ps(w4, _mm512_loadu_ps(x + e + 96), acc[3]);
+      }
+    }
+  }
+}
+
+float dot_row_q6_k(const void* w, const float* x, int64_t n) {
+  const BlockQ6_K* b = static_cast<const BlockQ6_K*>(w);
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t i = 0; i < n / kQK_K; ++i) q6k_block<false>(b[i], x + i * kQK_K, nullptr, acc);
+  return reduce4(acc);
+}
+
+void deq_q6_k(const void* src, float* dst, int64_t n) {
+  __m512 unused[4];  // not touched when dequantizing
+  const BlockQ6_K* b = static_cast<const BlockQ6_K*>(src);
+  for (int64_t i = 0; i < n / kQK_K; ++i) q6k_block<true>(b[i], nullptr, dst + i * kQK_K, unused);
+}
+
+inline void set(KernelTable& t, DType type, DequantizeRowFn deq, DotRowFn dot) {
+  t.dequantize_row[static_cast<uint32_t>(type)] = deq;
+  t.dot_row[static_cast<uint32_t>(type)] = dot;
+}
+
+}  // namespace
+
+void fill_avx512_table(KernelTable& t) {
+  t.isa = Isa::kAvx512;
+  set(t, DType::F32, &deq_f32, &dot_row_f32);
+  set(t, DType::F16, &deq_half<cvt_f16>, &dot_row_half<cvt_f16>);
+  set(t, DType::BF16, &deq_half<cvt_bf16>, &dot_row_half<cvt_bf16>);
+  set(t, DType::Q8_0, &deq_b32<Q8_0U>, &dot_row_b32<Q8_0U>);
+  set(t, DType::Q4_0, &deq_b32<Q4_0U>, &dot_row_b32<Q4_0U>);
+  set(t, DType::Q4_1, &deq_b32<Q4_1U>, &dot_row_b32<Q4_1U>);
+  set(t, DType::Q5_0, &deq_b32<Q5_0U>, &dot_row_b32<Q5_0U>);
+  set(t, DType::Q5_1, &deq_b32<Q5_1U>, &dot_row_b32<Q5_1U>);
+  set(t, DType::Q4_K, &deq_q4_k, &dot_row_q4_k);
+  set(t, DType::Q5_K, &deq_q5_k, &dot_row_q5_k);
+  set(t, DType::Q6_K, &deq_q6_k, &dot_row_q6_k);
+  t.dot_f32 = &dot_f32;
+  t.axpy_f32 = &axpy_f32;
+}
+
+}  // namespace laya::cpu
