@@ -12,7 +12,11 @@ int cmd_version(int, char**) {
 }  // namespace laya::cli
 
 namespace laya::cli {
+int cmd_tokenize(int argc, char** argv);
+int cmd_detokenize(int argc, char** argv);
 const Command kCommands[] = {
+    {"tokenize", "text → token ids (JSON); --batch for JSON lines on stdin", cmd_tokenize},
+    {"detokenize", "token ids → text", cmd_detokenize},
     {"version", "print the version", cmd_version},
 };
 const int kNumCommands = sizeof(kCommands) / sizeof(kCommands[0]);

@@ -1,0 +1,169 @@
+// `laya tokenize` and `laya detokenize`.
+//   laya tokenize (-m MODEL.gguf | --tokenizer tokenizer.json) [--special] [--bos|--no-bos] [--eos|--no-eos] TEXT
+//   laya tokenize ... --batch   < lines of {"text": ...}   → lines of {"ids": [...]}
+//   laya detokenize (-m ... | --tokenizer ...) [--skip-special] [--json] --ids 1,2,3
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tokenizer/tokenizer.h"
+
+namespace laya::cli {
+
+namespace {
+
+int fail(const char* cmd, const std::string& msg) {
+  std::fprintf(stderr, "laya %s: %s\n", cmd, msg.c_str());
+  return 1;
+}
+
+Result<std::unique_ptr<tok::Tokenizer>> load(const std::string& model, const std::string& tokenizer) {
+  if (!tokenizer.empty()) return tok::Tokenizer::from_path(tokenizer);
+  if (!model.empty()) return tok::Tokenizer::from_path(model);
+  return Status(StatusCode::kInvalidArgument, "give -m MODEL.gguf or --tokenizer tokenizer.json");
+}
+
+Result<std::vector<int32_t>> parse_ids(const std::string& s) {
+  std::vector<int32_t> ids;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ',' || s[i] == ' ' || s[i] == '[' || s[i] == ']' || s[i] == '\n')) ++i;
+    if (i >= s.size()) break;
+    size_t j = i;
+    if (s[j] == '-') ++j;
+    while (j < s.size() && s[j] >= '0' && s[j] <= '9') ++j;
+    if (j == i || (s[i] == '-' && j == i + 1))
+      return Status(StatusCode::kInvalidArgument, "--ids: '" + s.substr(i, 16) + "' is not a token id");
+    long long v = std::stoll(s.substr(i, j - i));
+    if (v < INT32_MIN || v > INT32_MAX) return Status(StatusCode::kInvalidArgument, "--ids: " + s.substr(i, j - i) + " is out of range");
+    ids.push_back(int32_t(v));
+    i = j;
+  }
+  return ids;
+}
+
+std::string ids_json(const std::vector<int32_t>& ids) {
+  std::string s = "[";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ",";
+    s += std::to_string(ids[i]);
+  }
+  return s + "]";
+}
+
+}  // namespace
+
+int cmd_tokenize(int argc, char** argv) {
+  CLI::App app{"Text → token ids (a JSON array). BOS/EOS follow the tokenizer's default unless --bos/--no-bos."};
+  app.name("laya tokenize");
+  std::string model, tokenizer, text;
+  bool special = false, bos = false, no_bos = false, eos = false, no_eos = false, batch = false;
+  app.add_option("-m,--model", model, "GGUF model (its tokenizer.ggml.* metadata), tokenizer.json or a directory");
+  app.add_option("--tokenizer", tokenizer, "Hugging Face tokenizer.json (tokenizer_config.json beside it is read too)");
+  app.add_flag("--special", special, "parse special-token text such as <|endoftext|>");
+  auto* o_bos = app.add_flag("--bos", bos, "add BOS");
+  app.add_flag("--no-bos", no_bos, "do not add BOS")->excludes(o_bos);
+  auto* o_eos = app.add_flag("--eos", eos, "add EOS");
+  app.add_flag("--no-eos", no_eos, "do not add EOS")->excludes(o_eos);
+  app.add_flag("--batch", batch, "read JSON lines {\"text\": ...} from stdin, write {\"ids\": [...]} per line");
+  app.add_option("text", text, "the text to tokenize");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  auto tr = load(model, tokenizer);
+  if (!tr.ok()) return fail("tokenize", tr.status().to_string());
+  const tok::Tokenizer& t = *tr.value();
+  tok::EncodeOptions opt;
+  opt.parse_special = special;
+  if (bos) opt.add_bos = true;
+  if (no_bos) opt.add_bos = false;
+  if (eos) opt.add_eos = true;
+  if (no_eos) opt.add_eos = false;
+  if (!batch) {
+    auto ids = t.encode(text, opt);
+    if (!ids.ok()) return fail("tokenize", ids.status().to_string());
+    std::printf("%s\n", ids_json(ids.value()).c_str());
+    return 0;
+  }
+  std::ios::sync_with_stdio(false);
+  std::string line, out;
+  int errors = 0;
+  size_t lineno = 0;
+  while (std::getline(std::cin, line)) {
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    std::string text_in;
+    try {
+      auto j = nlohmann::json::parse(line);
+      if (!j.is_object() || !j.contains("text") || !j["text"].is_string())
+        throw std::runtime_error("expected an object with a string field \"text\"");
+      text_in = j["text"].get<std::string>();
+    } catch (const std::exception& e) {
+      ++errors;
+      nlohmann::json err = {{"error", "stdin line " + std::to_string(lineno) + ": " + e.what()}};
+      out = err.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      std::fputc('\n', stdout);
+      continue;
+    }
+    auto ids = t.encode(text_in, opt);
+    if (!ids.ok()) {
+      ++errors;
+      nlohmann::json err = {{"error", ids.status().to_string()}};
+      out = err.dump();
+    } else {
+      out = "{\"ids\":" + ids_json(ids.value()) + "}";
+    }
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fputc('\n', stdout);
+  }
+  std::fflush(stdout);
+  if (errors) std::fprintf(stderr, "laya tokenize: %d input line(s) had errors\n", errors);
+  return errors ? 1 : 0;
+}
+
+int cmd_detokenize(int argc, char** argv) {
+  CLI::App app{"Token ids → text."};
+  app.name("laya detokenize");
+  std::string model, tokenizer, ids_s;
+  bool skip_special = false, as_json = false;
+  app.add_option("-m,--model", model, "GGUF model, tokenizer.json or a directory");
+  app.add_option("--tokenizer", tokenizer, "Hugging Face tokenizer.json");
+  app.add_option("--ids", ids_s, "comma-separated token ids (or a JSON array)")->required();
+  app.add_flag("--skip-special", skip_special, "leave out control tokens (BOS, EOS, ...)");
+  app.add_flag("--json", as_json, "print the text as a JSON string");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  auto tr = load(model, tokenizer);
+  if (!tr.ok()) return fail("detokenize", tr.status().to_string());
+  const tok::Tokenizer& t = *tr.value();
+  auto ids = parse_ids(ids_s);
+  if (!ids.ok()) return fail("detokenize", ids.status().to_string());
+  for (int32_t id : ids.value())
+    if (id < 0 || id >= t.n_vocab())
+      return fail("detokenize", "token id " + std::to_string(id) + " is out of range (vocabulary has " +
+                                    std::to_string(t.n_vocab()) + " tokens)");
+  tok::DecodeOptions dopt;
+  dopt.skip_special = skip_special;
+  std::string text = t.decode(ids.value(), dopt);
+  if (as_json) {
+    std::string s = nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::printf("%s\n", s.c_str());
+  } else {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fputc('\n', stdout);
+  }
+  return 0;
+}
+
+}  // namespace laya::cli
