@@ -224,11 +224,17 @@ void StreamingDetokenizer::reset() {
 
 std::string StreamingDetokenizer::push(int32_t id) {
   if (opt_.skip_special && tok_.is_control(id)) return {};
-  pending_ += tok_.token_bytes(id);
-  if (at_start_ && !pending_.empty()) {
-    // The SentencePiece leading-space rule applies to the first byte of the text.
-    if (opt_.strip_leading_space && tok_.decode_strips_leading_space() && pending_[0] == ' ') pending_.erase(0, 1);
-    at_start_ = pending_.empty();
+  const std::string& bytes = tok_.token_bytes(id);
+  if (at_start_ && !bytes.empty()) {
+    // The SentencePiece leading-space rule applies to the first byte of the text only.
+    at_start_ = false;
+    if (opt_.strip_leading_space && tok_.decode_strips_leading_space() && bytes[0] == ' ') {
+      pending_.append(bytes, 1, std::string::npos);
+    } else {
+      pending_ += bytes;
+    }
+  } else {
+    pending_ += bytes;
   }
   size_t tail = utf8_incomplete_tail(pending_);
   std::string ready = pending_.substr(0, pending_.size() - tail);
