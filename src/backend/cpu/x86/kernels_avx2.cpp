@@ -358,46 +358,42 @@ void deq_q5_k(const void* src, float* dst, int64_t n) {
 // Q6_K: per 128 elements, l < 32: q1 = ql[l] low | qh[l] bits 0-1, q2 = ql[l+32] low |
 // bits 2-3, q3 = ql[l] high | bits 4-5, q4 = ql[l+32] high | bits 6-7; minus 32;
 // elements l, l+32, l+64, l+96 with scales sc[l/16 + 0, 2, 4, 6].
+// Unpacked on bytes, 32 at a time (16-bit shifts; stray bits are masked off).
 template <bool kStore>
 inline void q6k_block(const BlockQ6_K& b, const float* x, float* y, __m256 acc[4]) {
   const float d = h2f(b.d);
-  float ds[16];
-  for (int k = 0; k < 16; ++k) ds[k] = d * static_cast<float>(b.scales[k]);
-  const __m256i m4 = _mm256_set1_epi32(0x0F);
-  const __m256i m30 = _mm256_set1_epi32(0x30);
-  const __m256i k32 = _mm256_set1_epi32(32);
+  alignas(32) float ds[16];
+  const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+  _mm256_store_ps(ds, _mm256_mul_ps(cvt(_mm256_cvtepi8_epi32(sc8)), _mm256_set1_ps(d)));
+  _mm256_store_ps(ds + 8, _mm256_mul_ps(cvt(_mm256_cvtepi8_epi32(_mm_srli_si128(sc8, 8))), _mm256_set1_ps(d)));
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i m30 = _mm256_set1_epi8(0x30);
+  const __m256i k32 = _mm256_set1_epi8(32);
   for (int nn = 0; nn < 2; ++nn) {
-    const uint8_t* ql = b.ql + 64 * nn;
-    const uint8_t* qh = b.qh + 32 * nn;
+    const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * nn));
+    const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * nn + 32));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * nn));
+    __m256i q[4];
+    q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+    q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                           _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
     const float* s = ds + 8 * nn;
-    for (int c = 0; c < 4; ++c) {
-      const int l = 8 * c;
-      const int is = c >> 1;
-      const __m256i a = load8_u8(ql + l);
-      const __m256i bq = load8_u8(ql + l + 32);
-      const __m256i h = load8_u8(qh + l);
-      const __m256i q1 = _mm256_sub_epi32(
-          _mm256_or_si256(_mm256_and_si256(a, m4), _mm256_and_si256(_mm256_slli_epi32(h, 4), m30)), k32);
-      const __m256i q2 = _mm256_sub_epi32(
-          _mm256_or_si256(_mm256_and_si256(bq, m4), _mm256_and_si256(_mm256_slli_epi32(h, 2), m30)), k32);
-      const __m256i q3 = _mm256_sub_epi32(_mm256_or_si256(_mm256_srli_epi32(a, 4), _mm256_and_si256(h, m30)), k32);
-      const __m256i q4 = _mm256_sub_epi32(
-          _mm256_or_si256(_mm256_srli_epi32(bq, 4), _mm256_and_si256(_mm256_srli_epi32(h, 2), m30)), k32);
-      const __m256 w1 = _mm256_mul_ps(cvt(q1), _mm256_broadcast_ss(s + is + 0));
-      const __m256 w2 = _mm256_mul_ps(cvt(q2), _mm256_broadcast_ss(s + is + 2));
-      const __m256 w3 = _mm256_mul_ps(cvt(q3), _mm256_broadcast_ss(s + is + 4));
-      const __m256 w4 = _mm256_mul_ps(cvt(q4), _mm256_broadcast_ss(s + is + 6));
-      const int e = 128 * nn + l;
-      if constexpr (kStore) {
-        _mm256_storeu_ps(y + e, w1);
-        _mm256_storeu_ps(y + e + 32, w2);
-        _mm256_storeu_ps(y + e + 64, w3);
-        _mm256_storeu_ps(y + e + 96, w4);
-      } else {
-        acc[0] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + e), acc[0]);
-        acc[1] = _mm256_fmadd_ps(w2, _mm256_loadu_ps(x + e + 32), acc[1]);
-        acc[2] = _mm256_fmadd_ps(w3, _mm256_loadu_ps(x + e + 64), acc[2]);
-        acc[3] = _mm256_fmadd_ps(w4, _mm256_loadu_ps(x + e + 96), acc[3]);
+    for (int g = 0; g < 4; ++g) {
+      const __m256i v = _mm256_sub_epi8(q[g], k32);
+      const __m128i lo = _mm256_castsi256_si128(v);
+      const __m128i hi = _mm256_extracti128_si256(v, 1);
+      const __m256i c[4] = {_mm256_cvtepi8_epi32(lo), _mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)),
+                            _mm256_cvtepi8_epi32(hi), _mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))};
+      for (int k = 0; k < 4; ++k) {
+        const __m256 w = _mm256_mul_ps(cvt(c[k]), _mm256_broadcast_ss(s + 2 * g + (k >> 1)));
+        const int e = 128 * nn + 32 * g + 8 * k;
+        if constexpr (kStore) {
+          _mm256_storeu_ps(y + e, w);
+        } else {
+          acc[k] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + e), acc[k]);
+        }
       }
     }
   }

@@ -355,45 +355,42 @@ void deq_q5_k(const void* src, float* dst, int64_t n) {
 // Q6_K: per 128 elements, l < 32: q1 = ql[l] low | qh[l] bits 0-1, q2 = ql[l+32] low |
 // bits 2-3, q3 = ql[l] high | bits 4-5, q4 = ql[l+32] high | bits 6-7; minus 32;
 // elements l, l+32, l+64, l+96 with scales sc[l/16 + 0, 2, 4, 6].
+// Unpacked on bytes: with Q = [qh | qh >> 2] (64 bytes), lo = (ql & 15) | ((Q << 4) & 0x30)
+// holds elements 0..63 of the half in order, hi = (ql >> 4 & 15) | (Q & 0x30) elements
+// 64..127; 16 bytes = 16 elements with one scale.
 template <bool kStore>
 inline void q6k_block(const BlockQ6_K& b, const float* x, float* y, __m512 acc[4]) {
   const float d = h2f(b.d);
-  float ds[16];
-  for (int k = 0; k < 16; ++k) ds[k] = d * static_cast<float>(b.scales[k]);
-  const __m512i m4 = _mm512_set1_epi32(0x0F);
-  const __m512i m30 = _mm512_set1_epi32(0x30);
-  const __m512i k32 = _mm512_set1_epi32(32);
+  alignas(64) float ds[16];
+  _mm512_store_ps(ds, _mm512_mul_ps(cvt(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)))),
+                                    _mm512_set1_ps(d)));
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i m30 = _mm512_set1_epi8(0x30);
+  const __m512i k32 = _mm512_set1_epi8(32);
   for (int nn = 0; nn < 2; ++nn) {
-    const uint8_t* ql = b.ql + 64 * nn;
-    const uint8_t* qh = b.qh + 32 * nn;
+    const __m512i ql = _mm512_loadu_si512(b.ql + 64 * nn);
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * nn));
+    const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+    // m4 ? a : b per bit (ternary logic 0xCA): low nibble from a, bits 4-5 from b.
+    const __m512i lo = _mm512_sub_epi8(
+        _mm512_ternarylogic_epi32(m4, ql, _mm512_and_si512(_mm512_slli_epi16(q, 4), m30), 0xCA), k32);
+    const __m512i hi = _mm512_sub_epi8(
+        _mm512_ternarylogic_epi32(m4, _mm512_srli_epi16(ql, 4), _mm512_and_si512(q, m30), 0xCA), k32);
     const float* s = ds + 8 * nn;
-    for (int c = 0; c < 2; ++c) {
-      const int l = 16 * c;
-      const __m512i a = load16_u8(ql + l);
-      const __m512i bq = load16_u8(ql + l + 32);
-      const __m512i h = load16_u8(qh + l);
-      const __m512i q1 = _mm512_sub_epi32(
-          _mm512_or_si512(_mm512_and_si512(a, m4), _mm512_and_si512(_mm512_slli_epi32(h, 4), m30)), k32);
-      const __m512i q2 = _mm512_sub_epi32(
-          _mm512_or_si512(_mm512_and_si512(bq, m4), _mm512_and_si512(_mm512_slli_epi32(h, 2), m30)), k32);
-      const __m512i q3 = _mm512_sub_epi32(_mm512_or_si512(_mm512_srli_epi32(a, 4), _mm512_and_si512(h, m30)), k32);
-      const __m512i q4 = _mm512_sub_epi32(
-          _mm512_or_si512(_mm512_srli_epi32(bq, 4), _mm512_and_si512(_mm512_srli_epi32(h, 2), m30)), k32);
-      const __m512 w1 = _mm512_mul_ps(cvt(q1), _mm512_set1_ps(s[c + 0]));
-      const __m512 w2 = _mm512_mul_ps(cvt(q2), _mm512_set1_ps(s[c + 2]));
-      const __m512 w3 = _mm512_mul_ps(cvt(q3), _mm512_set1_ps(s[c + 4]));
-      const __m512 w4 = _mm512_mul_ps(cvt(q4), _mm512_set1_ps(s[c + 6]));
-      const int e = 128 * nn + l;
+    const __m128i l4[4] = {_mm512_castsi512_si128(lo), _mm512_extracti32x4_epi32(lo, 1),
+                     _mm512_extracti32x4_epi32(lo, 2), _mm512_extracti32x4_epi32(lo, 3)};
+    const __m128i h4[4] = {_mm512_castsi512_si128(hi), _mm512_extracti32x4_epi32(hi, 1),
+                     _mm512_extracti32x4_epi32(hi, 2), _mm512_extracti32x4_epi32(hi, 3)};
+    for (int k = 0; k < 4; ++k) {
+      const __m512 wl = _mm512_mul_ps(cvt(_mm512_cvtepi8_epi32(l4[k])), _mm512_set1_ps(s[k]));
+      const __m512 wh = _mm512_mul_ps(cvt(_mm512_cvtepi8_epi32(h4[k])), _mm512_set1_ps(s[4 + k]));
+      const int e = 128 * nn + 16 * k;
       if constexpr (kStore) {
-        _mm512_storeu_ps(y + e, w1);
-        _mm512_storeu_ps(y + e + 32, w2);
-        _mm512_storeu_ps(y + e + 64, w3);
-        _mm512_storeu_ps(y + e + 96, w4);
+        _mm512_storeu_ps(y + e, wl);
+        _mm512_storeu_ps(y + e + 64, wh);
       } else {
-        acc[0] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + e), acc[0]);
-        acc[1] = _mm512_fmadd_ps(w2, _mm512_loadu_ps(x + e + 32), acc[1]);
-        acc[2] = _mm512_fmadd_ps(w3, _mm512_loadu_ps(x + e + 64), acc[2]);
-        acc[3] = _mm512_fmadd_ps(w4, _mm512_loadu_ps(x + e + 96), acc[3]);
+        acc[k & 1] = _mm512_fmadd_ps(wl, _mm512_loadu_ps(x + e), acc[k & 1]);
+        acc[2 + (k & 1)] = _mm512_fmadd_ps(wh, _mm512_loadu_ps(x + e + 64), acc[2 + (k & 1)]);
       }
     }
   }
