@@ -173,7 +173,8 @@ TEST(TokenizerEdit, RandomEditsEqualFullTokenization) {
   LAYA_REQUIRE_FIXTURES(fx);
   const std::vector<std::string> pieces = {"a", " ", "  ", "\n", "\r\n", "\t", "é", "中", "1", "23", "'s", "<|", "|>",
                                            "<|endoftext|>", "<think>", "x", "Hello", " world", ".", "😀", "\u0301",
-                                           "   ", "'", "ll", "\n\n", "def ", "_", "()"};
+                                           "   ", "'", "ll", "\n\n", "def ", "_", "()", "e", "\u0327", "\u0323",
+                                           "\u1100", "\u1161", "\u11A8", "\uAC00", "A\u030A", "\u212B", "\u00A0"};
   for (const auto& path : {fx + "/tokenizer/hf/qwen3/tokenizer.json", fx + "/tokenizer/hf/llama3/tokenizer.json",
                            fx + "/tokenizer/llamacpp/ggml-vocab-gpt-2.gguf"}) {
     const Tokenizer* tok = load_cached(path);

@@ -5,6 +5,7 @@
 //  - kScore: the pair whose concatenation is the token with the highest score,
 //    leftmost on ties (SentencePiece BPE as llama.cpp implements it).
 #include <algorithm>
+#include <atomic>
 
 #include "tokenizer/internal.h"
 
@@ -43,8 +44,47 @@ thread_local std::vector<Sym> t_syms;
 thread_local std::vector<Cand> t_heap;
 }  // namespace
 
+BpeModel::BpeModel() {
+  static std::atomic<uint64_t> next{1};
+  uid = next.fetch_add(1);
+  for (int i = 0; i < 256; ++i) byte_ids[i] = -1;
+}
+
+namespace {
+// Per-thread cache of short pieces → ids (words repeat: most pieces of running
+// text hit). One model at a time per thread; cleared when it grows too large.
+struct PieceCache {
+  uint64_t owner = 0;
+  std::unordered_map<std::string, std::vector<int32_t>, StrHash, StrEq> map;
+};
+thread_local PieceCache t_cache;
+constexpr size_t kCacheMaxPiece = 48;
+constexpr size_t kCacheMaxEntries = 1 << 16;
+}  // namespace
+
 void BpeModel::encode(std::string_view piece, std::vector<int32_t>* out) const {
   if (piece.empty()) return;
+  if (piece.size() <= kCacheMaxPiece) {
+    PieceCache& c = t_cache;
+    if (c.owner != uid) {
+      c.map.clear();
+      c.owner = uid;
+    }
+    auto it = c.map.find(piece);
+    if (it != c.map.end()) {
+      out->insert(out->end(), it->second.begin(), it->second.end());
+      return;
+    }
+    size_t before = out->size();
+    encode_uncached(piece, out);
+    if (c.map.size() >= kCacheMaxEntries) c.map.clear();
+    c.map.emplace(std::string(piece), std::vector<int32_t>(out->begin() + before, out->end()));
+    return;
+  }
+  encode_uncached(piece, out);
+}
+
+void BpeModel::encode_uncached(std::string_view piece, std::vector<int32_t>* out) const {
   if (ignore_merges) {
     int32_t id = find(piece);
     if (id >= 0) {

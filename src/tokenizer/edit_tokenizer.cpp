@@ -41,6 +41,34 @@ bool all_ascii(std::string_view s) {
 }
 }  // namespace
 
+bool EditTokenizer::window_normalization_stable(std::string_view text, size_t b, size_t e) const {
+  auto prev_cp = [&](size_t i) {
+    size_t j = i - 1;
+    while (j > 0 && (uint8_t(text[j]) & 0xC0) == 0x80 && i - j < 4) --j;
+    return j;
+  };
+  size_t lo = b, hi = e;
+  // one code point before, then back over combining marks to their starter
+  if (lo > 0) lo = prev_cp(lo);
+  while (lo > 0) {
+    size_t n;
+    uint32_t cp = utf8_decode(text, lo, &n);
+    if (!is_nonstarter(cp)) break;
+    lo = prev_cp(lo);
+  }
+  // one code point after, then over following combining marks
+  if (hi < text.size()) hi += utf8_len_at(text, hi);
+  while (hi < text.size()) {
+    size_t n;
+    uint32_t cp = utf8_decode(text, hi, &n);
+    if (!is_nonstarter(cp)) break;
+    hi += n;
+  }
+  std::string_view ext = text.substr(lo, hi - lo);
+  if (all_ascii(ext)) return true;
+  return tok_.normalize(ext, false) == ext;
+}
+
 EditTokenizer::EditTokenizer(const Tokenizer& tok, bool parse_special) : tok_(tok), parse_special_(parse_special) {}
 
 Status EditTokenizer::set_text(std::string_view text) {
@@ -177,10 +205,10 @@ Status EditTokenizer::edit(size_t pos, size_t del, std::string_view ins) {
   if (!synced) j = frag_end_unit;
   const size_t resync_new = synced ? cursor : F_end;
   if (tok_.has_normalizer()) {
-    // Normalization is the identity on ASCII text that is followed by ASCII.
-    size_t hi = std::min(text_.size(), resync_new + 4);
-    size_t lo = S >= 1 ? S - 1 : 0;
-    if (!all_ascii(std::string_view(text_).substr(lo, hi - lo))) return full();
+    // The rest of the text was invariant under the normalizer (full() checks);
+    // the edited window must be too, together with its neighbours: one starter
+    // before and after it, and any combining marks next to them.
+    if (!window_normalization_stable(text_, S, resync_new)) return full();
   }
   // Splice ids and units: old units [k0, j) → new_units.
   const uint32_t tok_from = k0 < units_.size() ? units_[k0].tok_begin : uint32_t(ids_.size());

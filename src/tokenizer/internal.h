@@ -27,6 +27,9 @@ size_t utf8_offset_of_cp(std::string_view s, size_t cp);
 // Bytes of the incomplete UTF-8 sequence at the end of s (0 if it ends complete).
 size_t utf8_incomplete_tail(std::string_view s);
 
+// Canonical combining class != 0, or a Hangul medial/final jamo (composes backwards).
+bool is_nonstarter(uint32_t cp);
+
 // GPT-2 byte-level alphabet.
 const std::string& byte_to_unicode(uint8_t b);  // UTF-8 of the mapped char
 // Maps a byte-level string back to bytes; false if some char is not in the alphabet.
@@ -111,14 +114,14 @@ class BpeModel {
   };
   std::unordered_map<uint64_t, Merge> merges;  // (left id << 32 | right id) → merge
 
-  BpeModel() {
-    for (int i = 0; i < 256; ++i) byte_ids[i] = -1;
-  }
+  BpeModel();
+  uint64_t uid;  // identifies this model in the per-thread piece cache
   int32_t find(std::string_view s) const {
     auto it = vocab.find(s);
     return it == vocab.end() ? -1 : it->second;
   }
-  void encode(std::string_view piece, std::vector<int32_t>* out) const;
+  void encode(std::string_view piece, std::vector<int32_t>* out) const;  // cached
+  void encode_uncached(std::string_view piece, std::vector<int32_t>* out) const;
 
  private:
   void encode_rank(std::string_view piece, std::vector<int32_t>* out) const;

@@ -207,6 +207,7 @@ class EditTokenizer {
   };
   Status full();
   bool incremental_ok() const;
+  bool window_normalization_stable(std::string_view text, size_t b, size_t e) const;
 
   const Tokenizer& tok_;
   bool parse_special_;

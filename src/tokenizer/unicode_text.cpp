@@ -103,6 +103,14 @@ size_t utf8_incomplete_tail(std::string_view s) {
   return 0;
 }
 
+bool is_nonstarter(uint32_t cp) {
+  if (cp & 0x80000000u) return false;
+  if (cp < 0x300) return false;
+  if ((cp >= 0x1161 && cp <= 0x11FF)) return true;  // Hangul V/T jamo
+  const utf8proc_property_t* p = utf8proc_get_property(utf8proc_int32_t(cp));
+  return p->combining_class != 0;
+}
+
 // ---- byte-level alphabet ---------------------------------------------------------------
 namespace {
 struct ByteTables {
