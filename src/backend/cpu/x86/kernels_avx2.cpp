@@ -37,6 +37,14 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// Broadcast from memory (a load-port operation; keeps the compiler from turning
+// per-sub-block scale broadcasts into shuffle-port permutes).
+inline __m256 bcast(const float* p) {
+  __m256 r;
+  __asm__("vbroadcastss %1, %0" : "=x"(r) : "m"(*p));
+  return r;
+}
+
 inline __m256i load8_u8(const uint8_t* p) {
   return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
 }
@@ -296,8 +304,8 @@ inline void kquant45_block(const uint8_t* scales, uint16_t dh, uint16_t dminh, c
     for (int c = 0; c < 4; ++c) h[c] = load8_u8(qh + 8 * c);
   }
   for (int jj = 0; jj < 4; ++jj) {
-    const __m256 d1 = _mm256_set1_ps(sc[2 * jj]), m1 = _mm256_set1_ps(mn[2 * jj]);
-    const __m256 d2 = _mm256_set1_ps(sc[2 * jj + 1]), m2 = _mm256_set1_ps(mn[2 * jj + 1]);
+    const __m256 d1 = bcast(sc + 2 * jj), m1 = bcast(mn + 2 * jj);
+    const __m256 d2 = bcast(sc + 2 * jj + 1), m2 = bcast(mn + 2 * jj + 1);
     const uint8_t* q = qs + 32 * jj;
     for (int c = 0; c < 4; ++c) {
       const __m256i v = load8_u8(q + 8 * c);
@@ -387,7 +395,7 @@ inline void q6k_block(const BlockQ6_K& b, const float* x, float* y, __m256 acc[4
       const __m256i c[4] = {_mm256_cvtepi8_epi32(lo), _mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)),
                             _mm256_cvtepi8_epi32(hi), _mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))};
       for (int k = 0; k < 4; ++k) {
-        const __m256 w = _mm256_mul_ps(cvt(c[k]), _mm256_broadcast_ss(s + 2 * g + (k >> 1)));
+        const __m256 w = _mm256_mul_ps(cvt(c[k]), bcast(s + 2 * g + (k >> 1)));
         const int e = 128 * nn + 32 * g + 8 * k;
         if constexpr (kStore) {
           _mm256_storeu_ps(y + e, w);
