@@ -1,0 +1,209 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/kernels.h"
+#include "core/fp16.h"
+
+namespace laya {
+
+namespace {
+
+// Runs f(thread_index, n_threads) on every pool thread.
+template <typename F>
+void run_on_pool(ThreadPool& pool, F&& f) {
+  pool.run([](void* p, int ti, int nt) { (*static_cast<F*>(p))(ti, nt); }, &f);
+}
+
+// [begin, end) of n items for thread ti of nt, in units of `grain`.
+inline void split(int64_t n, int ti, int nt, int64_t grain, int64_t* b, int64_t* e) {
+  const int64_t units = (n + grain - 1) / grain;
+  const int64_t per = units / nt, extra = units % nt;
+  const int64_t ub = ti * per + std::min<int64_t>(ti, extra);
+  const int64_t ue = ub + per + (ti < extra ? 1 : 0);
+  *b = std::min(n, ub * grain);
+  *e = std::min(n, ue * grain);
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(const CpuBackendLimits& lim) : lim_(lim), pool_(lim.n_threads) {
+  scratch_.resize(static_cast<size_t>(pool_.size()));
+  for (auto& s : scratch_) {
+    s.tile.resize(static_cast<size_t>(kTileRows * lim.max_cols));
+    s.scores.resize(static_cast<size_t>(std::max<int64_t>(lim.max_ctx, 1)));
+    s.vrow.resize(static_cast<size_t>(std::max<int64_t>(lim.max_head_dim, 1)));
+  }
+  // Resolve the ISA once, outside any hot path.
+  (void)cpu::kernels();
+}
+
+CpuBackend::~CpuBackend() = default;
+
+const char* CpuBackend::name() const { return "cpu"; }
+
+void CpuBackend::matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) {
+  const int64_t rows = w.rows(), cols = w.cols();
+  const size_t stride = w.row_stride();
+  const cpu::KernelTable& kt = cpu::kernels();
+  const auto ti_type = static_cast<uint32_t>(w.type);
+  if (n_tok == 1) {
+    // Decode: one fused dequantize+dot per row, rows split across threads.
+    const cpu::DotRowFn dot = kt.dot_row[ti_type];
+    run_on_pool(pool_, [&](int ti, int nt) {
+      int64_t b, e;
+      split(rows, ti, nt, 16, &b, &e);
+      for (int64_t r = b; r < e; ++r) y[r] = dot(w.data + static_cast<size_t>(r) * stride, x, cols);
+    });
+    return;
+  }
+  // Prefill: dequantize a tile of rows once, reuse it for every token.
+  const cpu::DequantizeRowFn deq = kt.dequantize_row[ti_type];
+  const bool is_f32 = w.type == DType::F32;
+  run_on_pool(pool_, [&](int ti, int nt) {
+    int64_t b, e;
+    split(rows, ti, nt, kTileRows, &b, &e);
+    float* tile = scratch_[static_cast<size_t>(ti)].tile.data();
+    for (int64_t r0 = b; r0 < e; r0 += kTileRows) {
+      const int64_t nr = std::min<int64_t>(kTileRows, e - r0);
+      const float* rowp[kTileRows];
+      for (int64_t i = 0; i < nr; ++i) {
+        const uint8_t* src = w.data + static_cast<size_t>(r0 + i) * stride;
+        if (is_f32) {
+          rowp[i] = reinterpret_cast<const float*>(src);
+        } else {
+          deq(src, tile + i * cols, cols);
+          rowp[i] = tile + i * cols;
+        }
+      }
+      for (int64_t t = 0; t < n_tok; ++t) {
+        const float* xt = x + t * cols;
+        float* yt = y + t * rows + r0;
+        for (int64_t i = 0; i < nr; ++i) yt[i] = kt.dot_f32(rowp[i], xt, cols);
+      }
+    }
+  });
+}
+
+void CpuBackend::get_rows(const Tensor& w, const int32_t* ids, int64_t n, float* out) {
+  const int64_t cols = w.cols();
+  const cpu::DequantizeRowFn deq = cpu::kernels().dequantize_row[static_cast<uint32_t>(w.type)];
+  for (int64_t i = 0; i < n; ++i) deq(w.row(ids[i]), out + i * cols, cols);
+}
+
+void CpuBackend::rms_norm(const float* x, const float* w, int64_t n_rows, int64_t n, float eps, float* out) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* xr = x + r * n;
+    float* o = out + r * n;
+    double ss = 0;
+    for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+    const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+    for (int64_t i = 0; i < n; ++i) o[i] = w[i] * (xr[i] * inv);
+  }
+}
+
+void CpuBackend::add_bias(float* y, const float* b, int64_t n_rows, int64_t n) {
+  for (int64_t r = 0; r < n_rows; ++r)
+    for (int64_t i = 0; i < n; ++i) y[r * n + i] += b[i];
+}
+
+void CpuBackend::add(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void CpuBackend::rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, int64_t pos0, const RopeTable& rt) {
+  const int64_t half = head_dim / 2;
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const float* c = rt.cos + (pos0 + t) * rt.half;
+    const float* s = rt.sin + (pos0 + t) * rt.half;
+    for (int64_t h = 0; h < n_heads; ++h) {
+      float* v = x + (t * n_heads + h) * head_dim;
+      if (rt.interleaved) {
+        for (int64_t i = 0; i < half; ++i) {
+          const float a = v[2 * i], b = v[2 * i + 1];
+          v[2 * i] = a * c[i] - b * s[i];
+          v[2 * i + 1] = a * s[i] + b * c[i];
+        }
+      } else {
+        for (int64_t i = 0; i < half; ++i) {
+          const float a = v[i], b = v[i + half];
+          v[i] = a * c[i] - b * s[i];
+          v[i + half] = b * c[i] + a * s[i];
+        }
+      }
+    }
+  }
+}
+
+void CpuBackend::kv_store(const KvLayerView& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0) {
+  const int64_t d = kv.kv_dim;
+  if (kv.type == DType::F32) {
+    std::memcpy(static_cast<float*>(kv.k) + pos0 * d, k, static_cast<size_t>(n_tok * d) * 4);
+    std::memcpy(static_cast<float*>(kv.v) + pos0 * d, v, static_cast<size_t>(n_tok * d) * 4);
+  } else {
+    uint16_t* kd = static_cast<uint16_t*>(kv.k) + pos0 * d;
+    uint16_t* vd = static_cast<uint16_t*>(kv.v) + pos0 * d;
+    for (int64_t i = 0; i < n_tok * d; ++i) {
+      kd[i] = f32_to_fp16(k[i]);
+      vd[i] = f32_to_fp16(v[i]);
+    }
+  }
+}
+
+void CpuBackend::attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
+                           float* out) {
+  const cpu::KernelTable& kt = cpu::kernels();
+  const int64_t hd = s.head_dim, group = s.n_head / s.n_head_kv, kvd = kv.kv_dim;
+  const bool f16 = kv.type == DType::F16;
+  const cpu::DotRowFn dot16 = kt.dot_row[static_cast<uint32_t>(DType::F16)];
+  const cpu::DequantizeRowFn deq16 = kt.dequantize_row[static_cast<uint32_t>(DType::F16)];
+  const int64_t n_work = n_tok * s.n_head;
+  run_on_pool(pool_, [&](int ti, int nt) {
+    int64_t b, e;
+    split(n_work, ti, nt, 1, &b, &e);
+    ThreadScratch& sc = scratch_[static_cast<size_t>(ti)];
+    float* scores = sc.scores.data();
+    float* vrow = sc.vrow.data();
+    for (int64_t w = b; w < e; ++w) {
+      const int64_t t = w / s.n_head, h = w % s.n_head, g = h / group;
+      const float* qh = q + (t * s.n_head + h) * hd;
+      const int64_t n_kv = pos0 + t + 1;
+      float mx = -INFINITY;
+      for (int64_t j = 0; j < n_kv; ++j) {
+        float d;
+        if (f16) d = dot16(static_cast<const uint16_t*>(kv.k) + j * kvd + g * hd, qh, hd);
+        else d = kt.dot_f32(static_cast<const float*>(kv.k) + j * kvd + g * hd, qh, hd);
+        scores[j] = d * s.scale;
+        mx = std::max(mx, scores[j]);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < n_kv; ++j) {
+        scores[j] = std::exp(scores[j] - mx);
+        sum += scores[j];
+      }
+      const float inv = static_cast<float>(1.0 / sum);
+      float* o = out + (t * s.n_head + h) * hd;
+      std::memset(o, 0, static_cast<size_t>(hd) * 4);
+      for (int64_t j = 0; j < n_kv; ++j) {
+        const float p = scores[j] * inv;
+        if (f16) {
+          deq16(static_cast<const uint16_t*>(kv.v) + j * kvd + g * hd, vrow, hd);
+          kt.axpy_f32(p, vrow, o, hd);
+        } else {
+          kt.axpy_f32(p, static_cast<const float*>(kv.v) + j * kvd + g * hd, o, hd);
+        }
+      }
+    }
+  });
+}
+
+void CpuBackend::swiglu(const float* gate, const float* up, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+}  // namespace laya

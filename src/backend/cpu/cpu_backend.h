@@ -1,0 +1,53 @@
+// CPU backend: per-row kernels (cpu/kernels.h) driven by a persistent thread
+// pool. All scratch is allocated in the constructor; ops allocate nothing.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/thread_pool.h"
+
+namespace laya {
+
+struct CpuBackendLimits {
+  int n_threads = 1;
+  int64_t max_cols = 0;     // longest weight row (max of n_embd, n_ff, q_dim)
+  int64_t max_ctx = 0;      // longest attention span
+  int64_t max_head_dim = 0;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(const CpuBackendLimits& lim);
+  ~CpuBackend() override;
+  const char* name() const override;
+
+  void matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) override;
+  void get_rows(const Tensor& w, const int32_t* ids, int64_t n, float* out) override;
+  void rms_norm(const float* x, const float* w, int64_t n_rows, int64_t n, float eps, float* out) override;
+  void add_bias(float* y, const float* b, int64_t n_rows, int64_t n) override;
+  void add(float* y, const float* x, int64_t n) override;
+  void rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, int64_t pos0, const RopeTable& rt) override;
+  void kv_store(const KvLayerView& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0) override;
+  void attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
+                 float* out) override;
+  void swiglu(const float* gate, const float* up, int64_t n, float* out) override;
+
+  ThreadPool& pool() { return pool_; }
+
+  // Rows dequantized at a time per thread in a multi-token matmul.
+  static constexpr int64_t kTileRows = 16;
+
+ private:
+  struct alignas(64) ThreadScratch {
+    std::vector<float> tile;    // kTileRows * max_cols
+    std::vector<float> scores;  // max_ctx
+    std::vector<float> vrow;    // max_head_dim
+  };
+  CpuBackendLimits lim_;
+  ThreadPool pool_;
+  std::vector<ThreadScratch> scratch_;
+};
+
+}  // namespace laya

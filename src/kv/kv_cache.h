@@ -1,0 +1,39 @@
+// The KV cache of one sequence: for every layer, (n_ctx, kv_dim) rows of K and
+// of V, allocated once. Cutting it back to a position is O(1): rows past
+// n_past are simply overwritten by the next prefill.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/backend.h"
+#include "core/dtype.h"
+#include "core/status.h"
+
+namespace laya {
+
+class KvCache {
+ public:
+  KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim, DType type);
+
+  int64_t n_ctx() const { return n_ctx_; }
+  int64_t n_past() const { return n_past_; }
+  DType type() const { return type_; }
+  size_t bytes() const { return k_.size() * 2; }
+
+  // Forget everything from `pos` on (pos <= n_past).
+  Status truncate(int64_t pos);
+  void clear() { n_past_ = 0; }
+
+  KvLayerView layer(int64_t il);
+  void set_n_past(int64_t n) { n_past_ = n; }
+
+ private:
+  int64_t n_layer_, n_ctx_, kv_dim_;
+  DType type_;
+  size_t elem_;
+  int64_t n_past_ = 0;
+  std::vector<uint8_t> k_, v_;
+};
+
+}  // namespace laya

@@ -1,0 +1,13 @@
+// Qwen2 / Qwen2.5: biases on q, k, v; usually tied embeddings (small sizes).
+#include "model/arch.h"
+
+namespace laya {
+const ArchSpec kArchQwen2 = {
+    .name = "qwen2",
+    .hf_model_types = {"qwen2", nullptr, nullptr, nullptr},
+    .qkv_bias = true,
+    .qk_norm = false,
+    .gguf_rope_interleaved = false,
+    .tied_by_default = false,
+};
+}  // namespace laya

@@ -1,0 +1,13 @@
+// Qwen3 (dense): no biases, per-head RMSNorm on q and k, head_dim set explicitly.
+#include "model/arch.h"
+
+namespace laya {
+const ArchSpec kArchQwen3 = {
+    .name = "qwen3",
+    .hf_model_types = {"qwen3", nullptr, nullptr, nullptr},
+    .qkv_bias = false,
+    .qk_norm = true,
+    .gguf_rope_interleaved = false,
+    .tied_by_default = true,
+};
+}  // namespace laya

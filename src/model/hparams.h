@@ -1,0 +1,45 @@
+// Hyper-parameters of a decoder-only transformer of the Llama family, read
+// from GGUF metadata or a Hugging Face config.json.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace laya {
+
+// How RoPE pairs the dimensions of a head.
+//  kInterleaved: (x[2i], x[2i+1]) — llama.cpp's layout; convert_hf_to_gguf
+//                permutes llama q/k rows so GGUF llama files need this.
+//  kHalves:      (x[i], x[i + d/2]) — Hugging Face's rotate_half ("NeoX").
+enum class RopeLayout { kInterleaved, kHalves };
+
+struct HParams {
+  std::string arch;        // "llama", "qwen2", "qwen3"
+  int64_t n_vocab = 0;
+  int64_t n_embd = 0;      // hidden size
+  int64_t n_layer = 0;
+  int64_t n_head = 0;
+  int64_t n_head_kv = 0;
+  int64_t head_dim = 0;    // may differ from n_embd / n_head (qwen3)
+  int64_t n_ff = 0;
+  int64_t n_ctx_train = 0;
+  float rms_eps = 1e-5f;
+  double rope_theta = 10000.0;
+  RopeLayout rope_layout = RopeLayout::kHalves;
+  // Per frequency divisor (size head_dim/2) or empty: llama3 scaling, linear.
+  std::vector<float> rope_freq_factors;
+  bool tied_embeddings = false;
+  int32_t bos_id = -1;
+  int32_t eos_id = -1;
+
+  int64_t q_dim() const { return n_head * head_dim; }
+  int64_t kv_dim() const { return n_head_kv * head_dim; }
+};
+
+// rope_freq_factors for Llama 3.x "llama3" scaling (as in transformers'
+// _compute_llama3_parameters): inv_freq_scaled = inv_freq / factor_i.
+std::vector<float> llama3_rope_factors(int64_t head_dim, double theta, double factor, double low_freq_factor,
+                                       double high_freq_factor, double original_ctx);
+
+}  // namespace laya

@@ -1,0 +1,76 @@
+// A loaded model: hyper-parameters + zero-copy weight views into the mapped
+// files (GGUF, or safetensors of a Hugging Face / MLX folder).
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "model/arch.h"
+#include "model/hparams.h"
+#include "model/tensor.h"
+
+namespace laya {
+
+namespace gguf { class File; }
+namespace safetensors { class File; }
+
+struct LayerWeights {
+  Tensor attn_norm;                 // (n_embd)
+  Tensor wq, wk, wv;                // (q_dim|kv_dim rows, n_embd cols)
+  Tensor bq, bk, bv;                // qwen2 only
+  Tensor q_norm, k_norm;            // qwen3 only, (head_dim)
+  Tensor wo;                        // (n_embd rows, q_dim cols)
+  Tensor ffn_norm;                  // (n_embd)
+  Tensor w_gate, w_up;              // (n_ff rows, n_embd cols)
+  Tensor w_down;                    // (n_embd rows, n_ff cols)
+};
+
+struct ModelWeights {
+  Tensor tok_embd;                  // (n_vocab rows, n_embd cols)
+  Tensor output_norm;               // (n_embd)
+  Tensor output;                    // (n_vocab rows, n_embd cols); == tok_embd when tied
+  std::vector<LayerWeights> layers;
+};
+
+enum class ModelFormat { kGguf, kHfFolder };
+
+class Model {
+ public:
+  // `path` is a .gguf file or a folder with config.json + safetensors.
+  static Result<std::unique_ptr<Model>> load(const std::string& path);
+  ~Model();
+
+  const HParams& hparams() const { return hp_; }
+  const ArchSpec& arch() const { return *arch_; }
+  const ModelWeights& weights() const { return w_; }
+  ModelFormat format() const { return format_; }
+  const std::string& path() const { return path_; }
+  // The GGUF file (for tokenizer metadata), or nullptr for a folder.
+  const gguf::File* gguf_file() const { return gguf_.get(); }
+
+  // Every tensor, in file order (for `laya info`).
+  const std::vector<Tensor>& all_tensors() const { return all_; }
+  uint64_t n_params() const;
+  uint64_t weight_bytes() const;
+
+ private:
+  Model() = default;
+  Status load_gguf(const std::string& path);
+  Status load_hf(const std::string& dir);
+  Status bind_weights();  // fill w_ from all_ with shape checks
+
+  std::string path_;
+  ModelFormat format_ = ModelFormat::kGguf;
+  const ArchSpec* arch_ = nullptr;
+  HParams hp_;
+  ModelWeights w_;
+  std::vector<Tensor> all_;
+  std::unique_ptr<gguf::File> gguf_;
+  std::vector<std::unique_ptr<safetensors::File>> shards_;
+  std::deque<std::vector<float>> owned_f32_;  // converted norms / biases
+};
+
+}  // namespace laya

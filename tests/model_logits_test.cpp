@@ -1,0 +1,132 @@
+// The engine against Hugging Face transformers' float32 logits (fixtures in
+// ../shared/fixtures/ref-models, see its README). Tolerances are the issue's
+// acceptance targets: half of llama.cpp's error on the same files.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "backend/cpu/kernels.h"
+#include "engine/engine.h"
+#include "test_util.h"
+
+namespace laya {
+namespace {
+
+struct Err {
+  double rel_l2 = 0, max_abs = 0;
+};
+
+std::vector<std::vector<int32_t>> load_prompts(const std::string& fx) {
+  auto j = nlohmann::json::parse(test::read_text_file(fx + "/ref-models/common/prompts.json"));
+  return j["prompts"].get<std::vector<std::vector<int32_t>>>();
+}
+
+// Runs every prompt (all positions) and compares with ref/<prefix>_p{i}.npy.
+Err measure(const std::string& fx, const std::string& model_name, const std::string& model_path, const std::string& prefix,
+            DType kv, bool incremental = false) {
+  auto m = Model::load(model_path);
+  EXPECT_TRUE(m.ok()) << m.status().to_string();
+  if (!m.ok()) return {1e9, 1e9};
+  std::shared_ptr<const Model> model = std::move(m).value();
+  EngineOptions eo;
+  eo.n_threads = 2;
+  eo.n_ctx = 512;
+  eo.kv_type = kv;
+  auto e = Engine::create(model, eo);
+  EXPECT_TRUE(e.ok()) << e.status().to_string();
+  Engine& eng = **e;
+  const auto prompts = load_prompts(fx);
+  double num = 0, den = 0, mx = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto& p = prompts[i];
+    const int64_t n = static_cast<int64_t>(p.size()), nv = eng.n_vocab();
+    std::vector<float> got(static_cast<size_t>(n * nv));
+    auto seq = eng.new_sequence();
+    if (incremental) {
+      for (int64_t t = 0; t < n; ++t) {
+        EXPECT_TRUE(eng.decode(*seq, p[static_cast<size_t>(t)]).ok());
+        std::copy(eng.logits(), eng.logits() + nv, got.begin() + t * nv);
+      }
+    } else {
+      Status st = eng.prefill(*seq, p, 0, got.data());
+      EXPECT_TRUE(st.ok()) << st.to_string();
+    }
+    test::NpyArray ref;
+    std::string err;
+    const std::string rp = fx + "/ref-models/" + model_name + "/ref/" + prefix + "_p" + std::to_string(i) + ".npy";
+    EXPECT_TRUE(test::read_npy_f32(rp, &ref, &err)) << err;
+    EXPECT_EQ(ref.data.size(), got.size()) << rp;
+    if (ref.data.size() != got.size()) return {1e9, 1e9};
+    for (size_t k = 0; k < got.size(); ++k) {
+      const double d = static_cast<double>(got[k]) - ref.data[k];
+      num += d * d;
+      den += static_cast<double>(ref.data[k]) * ref.data[k];
+      mx = std::max(mx, std::fabs(d));
+    }
+  }
+  return {std::sqrt(num / den), mx};
+}
+
+struct Case {
+  std::string model;
+  std::string file;    // relative to ref-models/<model>/
+  std::string prefix;  // reference logits
+  double max_rel_l2;
+};
+
+class ModelLogits : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ModelLogits, DefaultSettingsWithinTolerance) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  const Case& c = GetParam();
+  Err e = measure(fx, c.model, fx + "/ref-models/" + c.model + "/" + c.file, c.prefix, EngineOptions{}.kv_type);
+  std::printf("[ measure  ] %s %s: rel L2 %.3e, max |d| %.3e (isa %s)\n", c.model.c_str(), c.file.c_str(), e.rel_l2,
+              e.max_abs, cpu::isa_name(cpu::active_isa()));
+  EXPECT_LE(e.rel_l2, c.max_rel_l2);
+}
+
+TEST_P(ModelLogits, PreciseModeMaxAbs) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  const Case& c = GetParam();
+  Err e = measure(fx, c.model, fx + "/ref-models/" + c.model + "/" + c.file, c.prefix, DType::F32);
+  std::printf("[ measure  ] precise %s %s: rel L2 %.3e, max |d| %.3e\n", c.model.c_str(), c.file.c_str(), e.rel_l2, e.max_abs);
+  EXPECT_LE(e.rel_l2, c.max_rel_l2);
+  if (c.prefix == "logits") EXPECT_LE(e.max_abs, 1e-3);  // exact float32 weights
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> v;
+  for (const char* m : {"llama-tiny", "qwen2-tiny", "qwen3-tiny"}) {
+    v.push_back({m, std::string("gguf/") + m + "-f16.gguf", "logits", 7e-4});
+    v.push_back({m, "hf", "logits", 7e-4});
+    v.push_back({m, std::string("gguf/") + m + "-q8_0.gguf", "logits_q8_0", 1.5e-2});
+  }
+  for (const char* m : {"llama-tiny", "qwen3-tiny"})
+    for (const char* t : {"Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"})
+      v.push_back({m, std::string("gguf/") + m + "-" + t + ".gguf", std::string("logits_") + t, 2e-2});
+  return v;
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& i) {
+  std::string s = i.param.model + "_" + i.param.file;
+  for (char& ch : s)
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ModelLogits, ::testing::ValuesIn(all_cases()), case_name);
+
+TEST(ModelIncremental, LlamaPrompt2MatchesReference) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  // logits_incremental_p2 was computed with past_key_values; we compare all 4
+  // prompts fed one token at a time against the full-prompt references.
+  Err e = measure(fx, "llama-tiny", fx + "/ref-models/llama-tiny/gguf/llama-tiny-f16.gguf", "logits", DType::F32, true);
+  std::printf("[ measure  ] incremental llama-tiny f16: rel L2 %.3e, max |d| %.3e\n", e.rel_l2, e.max_abs);
+  EXPECT_LE(e.max_abs, 1e-3);
+}
+
+}  // namespace
+}  // namespace laya

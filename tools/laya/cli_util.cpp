@@ -1,0 +1,80 @@
+#include "cli_util.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace laya::cli {
+
+std::string default_model_path() {
+  namespace fs = std::filesystem;
+  if (const char* env = std::getenv("LAYA_MODEL"); env && *env) return env;
+  // Next to the binary: ../models (build tree) or ../share/laya/models.
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+      fs::path cand = dir / "models" / "laya-default-q8_0.gguf";
+      if (fs::exists(cand, ec)) return cand.string();
+    }
+  }
+  return "";
+}
+
+Result<std::vector<int32_t>> parse_id_list(const std::string& s) {
+  std::vector<int32_t> out;
+  size_t i = 0;
+  int idx = 0;
+  while (i <= s.size()) {
+    size_t j = s.find(',', i);
+    if (j == std::string::npos) j = s.size();
+    std::string item = s.substr(i, j - i);
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    if (item.empty() && j == s.size() && i == s.size() && idx > 0) break;
+    char* end = nullptr;
+    long long v = std::strtoll(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 0 || v > INT32_MAX) {
+      return Status(StatusCode::kInvalidArgument,
+                    strformat("token list item %d: '%s' is not a non-negative integer", idx, item.c_str()));
+    }
+    out.push_back(static_cast<int32_t>(v));
+    ++idx;
+    i = j + 1;
+  }
+  return out;
+}
+
+Status write_npy_f32(const std::string& path, const float* data, const std::vector<int64_t>& shape) {
+  std::string dims;
+  int64_t n = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    dims += std::to_string(shape[i]);
+    if (shape.size() == 1 || i + 1 < shape.size()) dims += ",";
+    if (i + 1 < shape.size()) dims += " ";
+    n *= shape[i];
+  }
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  std::ofstream f(path, std::ios::binary);
+  if (!f) return Status(StatusCode::kIo, strformat("%s: cannot open for writing", path.c_str()));
+  const char magic[] = "\x93NUMPY\x01\x00";
+  f.write(magic, 8);
+  const uint16_t hl = static_cast<uint16_t>(header.size());
+  f.put(static_cast<char>(hl & 0xff));
+  f.put(static_cast<char>(hl >> 8));
+  f.write(header.data(), static_cast<std::streamsize>(header.size()));
+  f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(n * 4));
+  if (!f) return Status(StatusCode::kIo, strformat("%s: write failed", path.c_str()));
+  return Status::Ok();
+}
+
+int report_error(const char* cmd, const Status& st) {
+  std::fprintf(stderr, "laya %s: error: %s\n", cmd, st.message().c_str());
+  return st.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+}  // namespace laya::cli

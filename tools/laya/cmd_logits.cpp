@@ -1,0 +1,57 @@
+// laya logits -m MODEL --tokens 1,2,3 [--all-positions] [--incremental] -o out.npy
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "cli_util.h"
+#include "engine/engine.h"
+
+namespace laya::cli {
+
+int cmd_logits(int argc, char** argv) {
+  CLI::App app{"Write the logits of a token sequence to a float32 .npy file", "laya logits"};
+  std::string model_path = default_model_path(), tokens_s, out_path;
+  bool all = false, incremental = false, precise = false;
+  int threads = 0;
+  app.add_option("-m,--model", model_path, "a .gguf file or a Hugging Face / MLX folder");
+  app.add_option("--tokens", tokens_s, "comma-separated token ids")->required();
+  app.add_option("-o,--output", out_path, "output .npy path")->required();
+  app.add_flag("--all-positions", all, "write [n_tokens, n_vocab] instead of the last position's [n_vocab]");
+  app.add_flag("--incremental", incremental, "feed the tokens one at a time through the KV cache");
+  app.add_flag("--precise", precise, "reference mode: float32 KV cache and activations");
+  app.add_option("-t,--threads", threads, "threads (default: all cores)");
+  CLI11_PARSE(app, argc, argv);
+  if (model_path.empty()) return report_error("logits", Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL"));
+  auto ids = parse_id_list(tokens_s);
+  if (!ids.ok()) return report_error("logits", ids.status());
+  auto m = Model::load(model_path);
+  if (!m.ok()) return report_error("logits", m.status());
+  std::shared_ptr<const Model> model = std::move(m).value();
+  EngineOptions eo;
+  eo.n_threads = threads;
+  eo.n_ctx = std::max<int64_t>(static_cast<int64_t>(ids->size()), std::min<int64_t>(model->hparams().n_ctx_train, 4096));
+  eo.kv_type = precise ? DType::F32 : EngineOptions{}.kv_type;
+  auto e = Engine::create(model, eo);
+  if (!e.ok()) return report_error("logits", e.status());
+  Engine& eng = **e;
+  auto seq = eng.new_sequence();
+  const int64_t n = static_cast<int64_t>(ids->size()), nv = eng.n_vocab();
+  std::vector<float> out(static_cast<size_t>(all ? n * nv : nv));
+  if (incremental) {
+    for (int64_t i = 0; i < n; ++i) {
+      Status st = eng.prefill(*seq, std::span<const int32_t>(ids->data() + i, 1), i);
+      if (!st.ok()) return report_error("logits", st);
+      if (all) std::copy(eng.logits(), eng.logits() + nv, out.begin() + i * nv);
+    }
+    if (!all) std::copy(eng.logits(), eng.logits() + nv, out.begin());
+  } else {
+    Status st = eng.prefill(*seq, *ids, 0, all ? out.data() : nullptr);
+    if (!st.ok()) return report_error("logits", st);
+    if (!all) std::copy(eng.logits(), eng.logits() + nv, out.begin());
+  }
+  std::vector<int64_t> shape = all ? std::vector<int64_t>{n, nv} : std::vector<int64_t>{nv};
+  Status st = write_npy_f32(out_path, out.data(), shape);
+  if (!st.ok()) return report_error("logits", st);
+  return 0;
+}
+
+}  // namespace laya::cli
