@@ -18,6 +18,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "core/dtype.h"
+#include "core/fp16.h"
 #include "test_util.h"
 
 namespace laya::cpu {
@@ -81,6 +82,7 @@ class MiniGguf {
     auto it = tensors_.find(name);
     return it == tensors_.end() ? nullptr : &it->second;
   }
+  const std::map<std::string, LocatedTensor>& tensors() const { return tensors_; }
   const uint8_t* data() const { return bytes_.data(); }
   size_t size() const { return bytes_.size(); }
 
@@ -210,6 +212,63 @@ TEST(DequantFixture, MatchesGgmlForEveryIsa) {
     }
   }
   std::printf("[ info ] %d tensor x ISA dequantizations checked\n", checked);
+}
+
+// Q8_0 has no ggml-dequantized fixture; check its layout on real data instead:
+// the q8_0 file was quantized from the f16 file's weights, so every element must
+// lie within about half a quantization step (d/2, plus d's own fp16 rounding) of
+// the f16 value, for every ISA.
+TEST(DequantFixture, Q8_0WithinHalfStepOfF16) {
+  LAYA_REQUIRE_FIXTURES(fixtures);
+  namespace fs = std::filesystem;
+  const KernelTable& ref = *kernels_for(Isa::kScalar);
+  std::vector<const KernelTable*> tables;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon})
+    if (const KernelTable* t = kernels_for(isa)) tables.push_back(t);
+  int checked = 0;
+  for (const char* model : {"llama-tiny", "qwen3-tiny"}) {
+    SCOPED_TRACE(model);
+    const fs::path g = fs::path(fixtures) / "ref-models" / model / "gguf";
+    MiniGguf q8, f16;
+    std::string err;
+    ASSERT_TRUE(q8.open((g / (std::string(model) + "-q8_0.gguf")).string(), &err)) << err;
+    ASSERT_TRUE(f16.open((g / (std::string(model) + "-f16.gguf")).string(), &err)) << err;
+    for (const auto& [name, t] : q8.tensors()) {
+      if (t.type != DType::Q8_0) continue;
+      SCOPED_TRACE(name);
+      const LocatedTensor* f = f16.find(name);
+      ASSERT_NE(f, nullptr);
+      ASSERT_TRUE(f->type == DType::F16 || f->type == DType::F32);
+      ASSERT_EQ(f->ne, t.ne);
+      const int64_t cols = t.ne[0];
+      int64_t rows = 1;
+      for (size_t k = 1; k < t.ne.size(); ++k) rows *= t.ne[k];
+      const size_t rbq = row_bytes(DType::Q8_0, cols), rbf = row_bytes(f->type, cols);
+      ASSERT_LE(t.offset + rbq * rows, q8.size());
+      ASSERT_LE(f->offset + rbf * rows, f16.size());
+      std::vector<float> want(cols), got(cols);
+      for (const KernelTable* tab : tables) {
+        int64_t bad = 0;
+        for (int64_t r = 0; r < rows; ++r) {
+          const uint8_t* qrow = q8.data() + t.offset + r * rbq;
+          ref.dequantize_row[static_cast<uint32_t>(f->type)](f16.data() + f->offset + r * rbf, want.data(), cols);
+          tab->dequantize_row[static_cast<uint32_t>(DType::Q8_0)](qrow, got.data(), cols);
+          for (int64_t c = 0; c < cols; ++c) {
+            uint16_t dbits;
+            std::memcpy(&dbits, qrow + (c / 32) * sizeof(BlockQ8_0), 2);
+            const double step = std::fabs(static_cast<double>(fp16_to_f32(dbits)));
+            if (std::fabs(static_cast<double>(got[c]) - want[c]) > 0.6 * step && bad++ < 3) {
+              ADD_FAILURE() << isa_name(tab->isa) << " row " << r << " col " << c << ": " << got[c]
+                            << " vs f16 " << want[c] << " (step " << step << ")";
+            }
+          }
+        }
+        EXPECT_EQ(bad, 0) << isa_name(tab->isa);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
 }
 
 }  // namespace
