@@ -84,6 +84,55 @@ void BpeModel::encode(std::string_view piece, std::vector<int32_t>* out) const {
   encode_uncached(piece, out);
 }
 
+namespace {
+inline int small_index(uint32_t cp) { return cp < 128 ? int(cp) : cp == 0x2581 ? 128 : -1; }
+}  // namespace
+
+void BpeModel::build_inner_pairs() {
+  small_pairs.assign((129 * 129 + 63) / 64, 0);
+  big_pairs.clear();
+  for (const auto& [key, id] : vocab) {
+    uint32_t prev = 0xFFFFFFFFu;
+    for (size_t i = 0; i < key.size();) {
+      size_t n;
+      uint32_t cp = utf8_decode(key, i, &n);
+      if (prev != 0xFFFFFFFFu) {
+        int a = small_index(prev), b = small_index(cp);
+        if (a >= 0 && b >= 0) small_pairs[size_t(a * 129 + b) / 64] |= 1ull << (size_t(a * 129 + b) % 64);
+        else big_pairs.insert((uint64_t(prev) << 32) | cp);
+      }
+      prev = cp;
+      i += n;
+    }
+  }
+  has_inner_pairs = true;
+}
+
+bool BpeModel::pair_inside_token(uint32_t a, uint32_t b) const {
+  int x = small_index(a), y = small_index(b);
+  if (x >= 0 && y >= 0) return (small_pairs[size_t(x * 129 + y) / 64] >> (size_t(x * 129 + y) % 64)) & 1;
+  return big_pairs.count((uint64_t(a) << 32) | b) != 0;
+}
+
+void BpeModel::encode_chunked(std::string_view piece, std::vector<int32_t>* out) const {
+  if (!has_inner_pairs) {
+    encode(piece, out);
+    return;
+  }
+  size_t start = 0, i = 0, n;
+  uint32_t prev = 0xFFFFFFFFu;
+  while (i < piece.size()) {
+    uint32_t cp = utf8_decode(piece, i, &n);
+    if (prev != 0xFFFFFFFFu && !pair_inside_token(prev, cp)) {
+      encode(piece.substr(start, i - start), out);
+      start = i;
+    }
+    prev = cp;
+    i += n;
+  }
+  encode(piece.substr(start), out);
+}
+
 void BpeModel::encode_uncached(std::string_view piece, std::vector<int32_t>* out) const {
   if (ignore_merges) {
     int32_t id = find(piece);

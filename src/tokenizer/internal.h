@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/status.h"
@@ -115,7 +116,17 @@ class BpeModel {
   std::unordered_map<uint64_t, Merge> merges;  // (left id << 32 | right id) → merge
 
   BpeModel();
-  uint64_t uid;  // identifies this model in the per-thread piece cache
+  uint64_t uid;
+  // Non-byte-level models: adjacent code-point pairs that occur inside some
+  // vocabulary token. A boundary between two characters that form no such pair
+  // can never be crossed by a merge, so text can be cut there exactly.
+  void build_inner_pairs();
+  bool pair_inside_token(uint32_t a, uint32_t b) const;
+  // Encode a long piece by cutting it at uncrossable boundaries first.
+  void encode_chunked(std::string_view piece, std::vector<int32_t>* out) const;
+  bool has_inner_pairs = false;
+  std::vector<uint64_t> small_pairs;  // bitmap over 129×129 (ASCII + U+2581)
+  std::unordered_set<uint64_t> big_pairs;  // identifies this model in the per-thread piece cache
   int32_t find(std::string_view s) const {
     auto it = vocab.find(s);
     return it == vocab.end() ? -1 : it->second;

@@ -96,6 +96,8 @@ Status Tokenizer::finish_init(const std::string& name) {
     added_first_byte_[uint8_t(a.content[0])] = true;
     max_added_len_ = std::max(max_added_len_, a.content.size());
   }
+  // SentencePiece-style models merge over whole fragments: find where merges can never cross.
+  if (!bpe_->byte_level && pre_->steps.empty()) bpe_->build_inner_pairs();
   for (int32_t id = 0; id < int32_t(n); ++id) {
     const std::string& t = text_[size_t(id)];
     if (kind_[size_t(id)] != TokenKind::kControl) continue;
@@ -156,6 +158,10 @@ std::string Tokenizer::normalize(std::string_view frag, bool first) const {
 void Tokenizer::pre_split(std::string_view norm, std::vector<Span>* out) const { pre_->split_level1(norm, out); }
 
 void Tokenizer::encode_piece(std::string_view piece, std::vector<int32_t>* out) const {
+  if (pre_->steps.empty() && bpe_->has_inner_pairs) {
+    bpe_->encode_chunked(piece, out);
+    return;
+  }
   if (pre_->steps.size() <= 1) {
     bpe_->encode(piece, out);
     return;
