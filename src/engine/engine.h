@@ -23,6 +23,8 @@ struct EngineOptions {
   int n_threads = 0;        // 0: all online cores
   int64_t n_ctx = 0;        // 0: min(training context, 4096)
   int64_t n_batch = 256;    // tokens per forward pass in a prefill
+  // F32 by default: an F16 cache alone costs ~7e-4 relative logit error
+  // (measured on the reference models), the whole budget of the default mode.
   DType kv_type = DType::F32;  // F32 or F16
 };
 
