@@ -172,15 +172,18 @@ TEST(TokenizerEdit, TraceReplayEqualsFullTokenization) {
 TEST(TokenizerEdit, RandomEditsEqualFullTokenization) {
   LAYA_REQUIRE_FIXTURES(fx);
   const std::vector<std::string> pieces = {"a", " ", "  ", "\n", "\r\n", "\t", "é", "中", "1", "23", "'s", "<|", "|>",
-                                           "<|endoftext|>", "<think>", "x", "Hello", " world", ".", "😀", "\u0301",
+                                           "<|endoftext|>", "<think>", "<s>", "</s>", "<|end|>", "x", "Hello", " world", ".", "😀", "\u0301",
                                            "   ", "'", "ll", "\n\n", "def ", "_", "()", "e", "\u0327", "\u0323",
                                            "\u1100", "\u1161", "\u11A8", "\uAC00", "A\u030A", "\u212B", "\u00A0"};
   for (const auto& path : {fx + "/tokenizer/hf/qwen3/tokenizer.json", fx + "/tokenizer/hf/llama3/tokenizer.json",
-                           fx + "/tokenizer/llamacpp/ggml-vocab-gpt-2.gguf"}) {
+                           fx + "/tokenizer/llamacpp/ggml-vocab-gpt-2.gguf", fx + "/tokenizer/hf/mistral/tokenizer.json",
+                           fx + "/tokenizer/llamacpp/ggml-vocab-llama-spm.gguf",
+                           fx + "/tokenizer/llamacpp/ggml-vocab-phi-3.gguf"}) {
     const Tokenizer* tok = load_cached(path);
     ASSERT_NE(tok, nullptr);
-    for (bool special : {false, true}) {
-      std::mt19937 rng(1234);
+    for (int variant = 0; variant < 4; ++variant) {
+      const bool special = variant & 1;
+      std::mt19937 rng(1234 + variant);
       EditTokenizer et(*tok, special);
       ASSERT_TRUE(et.set_text("Hello world, this is a test.\n").ok());
       for (int step = 0; step < 3000; ++step) {

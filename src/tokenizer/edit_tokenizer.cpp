@@ -87,6 +87,25 @@ Status EditTokenizer::full() {
   units_.clear();
   if (!tok_.supports_incremental()) {
     LAYA_TRY(tok_.encode_append(text_, parse_special_, &ids_));
+  } else if (tok_.model_type() == ModelType::kSpm) {
+    // SentencePiece: units are the raw pieces between uncrossable boundaries.
+    std::vector<Tokenizer::Fragment> frags;
+    tok_.split_added(text_, parse_special_, &frags);
+    for (const auto& f : frags) {
+      if (f.token >= 0) {
+        units_.push_back({f.begin, f.end, uint32_t(ids_.size()), 1, true});
+        ids_.push_back(f.token);
+        continue;
+      }
+      std::string_view subject = std::string_view(text_).substr(0, f.end);
+      for (size_t c = f.begin; c < f.end;) {
+        Span p = tok_.next_level1_piece(subject, c);
+        uint32_t t0 = uint32_t(ids_.size());
+        tok_.encode_unit(subject.substr(p.begin, p.end - p.begin), p.begin == f.begin, &ids_);
+        units_.push_back({p.begin, p.end, t0, uint32_t(ids_.size()) - t0, false});
+        c = p.end;
+      }
+    }
   } else {
     std::vector<Tokenizer::Fragment> frags;
     tok_.split_added(text_, parse_special_, &frags);
@@ -167,6 +186,7 @@ Status EditTokenizer::edit(size_t pos, size_t del, std::string_view ins) {
       if (is_special(u)) k0 = u + 1;
   }
   const uint32_t S = k0 < units_.size() ? units_[k0].begin : uint32_t(pos);
+  const size_t frag_start = k0 == 0 ? 0 : units_[k0 - 1].added ? size_t(units_[k0 - 1].end) : size_t(-1);
   // Fragment end in new coordinates: the next added-token unit after the edit, or the text end.
   size_t frag_end_unit = units_.size();
   if (maxlen > 0)
@@ -190,7 +210,10 @@ Status EditTokenizer::edit(size_t pos, size_t del, std::string_view ins) {
       // Resync: an old unit starts at cursor - delta (old coordinates)?
       int64_t oldc = int64_t(cursor) - delta;
       while (j < frag_end_unit && int64_t(units_[j].begin) < oldc) ++j;
-      if (j < frag_end_unit && int64_t(units_[j].begin) == oldc) {
+      // (a unit that started its fragment carries SentencePiece's "▁" prefix:
+      // it only matches a piece that starts the fragment now too)
+      const bool old_start = j == 0 || units_[j - 1].added;
+      if (j < frag_end_unit && int64_t(units_[j].begin) == oldc && old_start == (cursor == frag_start)) {
         synced = true;
         break;
       }
@@ -198,7 +221,7 @@ Status EditTokenizer::edit(size_t pos, size_t del, std::string_view ins) {
     Span p = tok_.next_level1_piece(subject, cursor);
     if (p.end <= p.begin) break;
     uint32_t t0 = uint32_t(new_ids.size());
-    tok_.encode_piece(subject.substr(p.begin, p.end - p.begin), &new_ids);
+    tok_.encode_unit(subject.substr(p.begin, p.end - p.begin), p.begin == frag_start, &new_ids);
     new_units.push_back({p.begin, p.end, t0, uint32_t(new_ids.size()) - t0, false});
     cursor = p.end;
   }

@@ -20,15 +20,45 @@ bool Tokenizer::has_normalizer() const { return normalizer_->has_unicode_normali
 bool Tokenizer::pieces_independent() const { return type_ == ModelType::kByteBpe || !pre_->steps.empty(); }
 
 bool Tokenizer::supports_incremental() const {
-  return type_ == ModelType::kByteBpe && !pre_->steps.empty() &&
-         pre_->steps[0].behavior == SplitBehavior::kIsolated && !pre_->steps[0].invert;
+  if (type_ == ModelType::kByteBpe)
+    return !pre_->steps.empty() && pre_->steps[0].behavior == SplitBehavior::kIsolated && !pre_->steps[0].invert;
+  return spm_local_ && pre_->steps.empty() && bpe_->has_inner_pairs;
 }
 
-Span Tokenizer::next_level1_piece(std::string_view norm, size_t start) const {
+static inline uint32_t spm_map(uint32_t cp) { return cp == ' ' ? 0x2581u : cp; }
+
+Span Tokenizer::next_level1_piece(std::string_view raw, size_t start) const {
+  if (type_ == ModelType::kSpm) {
+    size_t n, i = start;
+    uint32_t prev = spm_map(utf8_decode(raw, i, &n));
+    i += n;
+    while (i < raw.size()) {
+      uint32_t cp = spm_map(utf8_decode(raw, i, &n));
+      if (!bpe_->pair_inside_token(prev, cp)) break;
+      prev = cp;
+      i += n;
+    }
+    return {uint32_t(start), uint32_t(i)};
+  }
   size_t mb, me;
-  if (!pre_->steps[0].re->find(norm, start, &mb, &me)) return {uint32_t(start), uint32_t(norm.size())};
+  if (!pre_->steps[0].re->find(raw, start, &mb, &me)) return {uint32_t(start), uint32_t(raw.size())};
   if (mb > start) return {uint32_t(start), uint32_t(mb)};
   return {uint32_t(mb), uint32_t(me)};
+}
+
+void Tokenizer::encode_unit(std::string_view raw, bool fragment_start, std::vector<int32_t>* out) const {
+  if (type_ != ModelType::kSpm) {
+    encode_piece(raw, out);
+    return;
+  }
+  thread_local std::string norm;
+  norm.clear();
+  if (fragment_start && spm_prefix_ && !raw.empty()) norm += "\xE2\x96\x81";
+  for (char c : raw) {
+    if (c == ' ') norm += "\xE2\x96\x81";
+    else norm.push_back(c);
+  }
+  bpe_->encode(norm, out);
 }
 
 size_t Tokenizer::added_match_at(std::string_view text, size_t i, bool parse_special) const {
@@ -98,6 +128,27 @@ Status Tokenizer::finish_init(const std::string& name) {
   }
   // SentencePiece-style models merge over whole fragments: find where merges can never cross.
   if (!bpe_->byte_level && pre_->steps.empty()) bpe_->build_inner_pairs();
+  // Character-local SentencePiece normalization (for incremental edits)?
+  if (type_ == ModelType::kSpm) {
+    using Op = Normalizer::Op;
+    const auto& st = normalizer_->steps;
+    const std::string kSp = "\xE2\x96\x81";
+    if (spm_escape_) {
+      spm_local_ = true;
+      spm_prefix_ = add_space_prefix_;
+    } else if (st.empty()) {
+      spm_local_ = false;  // no space mapping at all: not the SentencePiece layout
+    } else {
+      bool ok = true, rep = false, pre = false;
+      for (const auto& x : st) {
+        if (x.op == Op::kReplace && x.a == " " && x.b == kSp) rep = true;
+        else if (x.op == Op::kPrepend && x.a == kSp) pre = true;
+        else ok = false;
+      }
+      spm_local_ = ok && rep;
+      spm_prefix_ = pre;
+    }
+  }
   for (int32_t id = 0; id < int32_t(n); ++id) {
     const std::string& t = text_[size_t(id)];
     if (kind_[size_t(id)] != TokenKind::kControl) continue;

@@ -118,11 +118,17 @@ class Tokenizer {
   void encode_piece(std::string_view piece, std::vector<int32_t>* out) const;
   // Whether pre-token pieces are independent (false for SPM: one merge over the fragment).
   bool pieces_independent() const;
-  // Whether EditTokenizer can re-tokenize locally (byte-level BPE whose first
-  // pre-tokenizer step is an isolating regex split).
+  // Whether EditTokenizer can re-tokenize locally: byte-level BPE whose first
+  // pre-tokenizer step is an isolating regex split, or SentencePiece-style BPE
+  // with a character-local normalization (' ' → "▁", "▁" prepended), cut at
+  // boundaries that no vocabulary token spans.
   bool supports_incremental() const;
-  // The level-1 piece of `norm` that starts at `start` (supports_incremental() only).
-  Span next_level1_piece(std::string_view norm, size_t start) const;
+  // The level-1 piece of raw fragment text that starts at `start`
+  // (supports_incremental() only; the text is raw, not normalized).
+  Span next_level1_piece(std::string_view raw, size_t start) const;
+  // Tokens of one level-1 piece of raw text; `fragment_start` tells whether it
+  // starts a fragment (SentencePiece prepends "▁" there).
+  void encode_unit(std::string_view raw_piece, bool fragment_start, std::vector<int32_t>* out) const;
   bool is_added_first_byte(uint8_t c) const { return added_first_byte_[c]; }
   // Whether an added token (special ones only with parse_special) starts at text[i].
   size_t added_match_at(std::string_view text, size_t i, bool parse_special) const;
@@ -156,6 +162,8 @@ class Tokenizer {
   bool spm_escape_ = false;        // SPM (GGUF): ' ' → "▁"
   bool spm_decode_strip_ = false;  // decoder strips the first leading space
   bool ignore_merges_ = false;
+  bool spm_local_ = false;   // SPM normalization is ' ' → "▁" plus an optional "▁" prefix
+  bool spm_prefix_ = false;  // ... with the prefix
 };
 
 // Ids in, text out, never half a UTF-8 character: bytes of an incomplete
