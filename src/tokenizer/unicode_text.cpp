@@ -172,12 +172,18 @@ static std::string utf8proc_apply(std::string_view s, int options) {
 
 std::string Normalizer::apply(std::string_view in, bool first) const {
   std::string s(in);
+  // ASCII is invariant under NFC/NFKC/NFD/NFKD.
+  auto non_ascii = [&s] {
+    for (char c : s)
+      if (uint8_t(c) >= 0x80) return true;
+    return false;
+  };
   for (const auto& st : steps) {
     switch (st.op) {
-      case Op::kNFC: s = utf8proc_apply(s, UTF8PROC_STABLE | UTF8PROC_COMPOSE); break;
-      case Op::kNFKC: s = utf8proc_apply(s, UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT); break;
-      case Op::kNFD: s = utf8proc_apply(s, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE); break;
-      case Op::kNFKD: s = utf8proc_apply(s, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT); break;
+      case Op::kNFC: if (non_ascii()) s = utf8proc_apply(s, UTF8PROC_STABLE | UTF8PROC_COMPOSE); break;
+      case Op::kNFKC: if (non_ascii()) s = utf8proc_apply(s, UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT); break;
+      case Op::kNFD: if (non_ascii()) s = utf8proc_apply(s, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE); break;
+      case Op::kNFKD: if (non_ascii()) s = utf8proc_apply(s, UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT); break;
       case Op::kLowercase: s = utf8proc_apply(s, UTF8PROC_STABLE | UTF8PROC_CASEFOLD); break;
       case Op::kPrepend:
         if (!s.empty()) s.insert(0, st.a);
