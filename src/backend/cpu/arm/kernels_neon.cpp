@@ -1,5 +1,5 @@
-// NEON (AArch64) kernels: F32, F16, Q8_0 and Q4_0 dot_row / dequantize_row,
-// dot_f32 and axpy_f32. Everything else stays the scalar entry. Weights are
+// NEON (AArch64) kernels: F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K dot_row /
+// dequantize_row, dot_f32 and axpy_f32. Everything else stays the scalar entry. Weights are
 // dequantized to the reference's float values and multiplied with float32
 // activations (never rounded to 8 bits).
 #include "backend/cpu/kernels.h"
@@ -174,6 +174,157 @@ void deq_b32(const void* src, float* dst, int64_t n) {
   }
 }
 
+// ---- BF16 ----------------------------------------------------------------------------
+
+inline void load_bf16x8(const uint16_t* p, float32x4_t* lo, float32x4_t* hi) {
+  const uint16x8_t v = vld1q_u16(p);
+  *lo = vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(v), 16));
+  *hi = vreinterpretq_f32_u32(vshll_n_u16(vget_high_u16(v), 16));
+}
+
+float dot_row_bf16(const void* w, const float* x, int64_t n) {
+  const uint16_t* p = static_cast<const uint16_t*>(w);
+  float32x4_t acc0 = vdupq_n_f32(0.0f), acc1 = vdupq_n_f32(0.0f);
+  float32x4_t acc2 = vdupq_n_f32(0.0f), acc3 = vdupq_n_f32(0.0f);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    float32x4_t w0, w1, w2, w3;
+    load_bf16x8(p + i, &w0, &w1);
+    load_bf16x8(p + i + 8, &w2, &w3);
+    acc0 = vfmaq_f32(acc0, w0, vld1q_f32(x + i));
+    acc1 = vfmaq_f32(acc1, w1, vld1q_f32(x + i + 4));
+    acc2 = vfmaq_f32(acc2, w2, vld1q_f32(x + i + 8));
+    acc3 = vfmaq_f32(acc3, w3, vld1q_f32(x + i + 12));
+  }
+  float s = vaddvq_f32(vaddq_f32(vaddq_f32(acc0, acc1), vaddq_f32(acc2, acc3)));
+  for (; i < n; ++i) s += bf16_to_f32(p[i]) * x[i];
+  return s;
+}
+
+void deq_bf16(const void* src, float* dst, int64_t n) {
+  const uint16_t* p = static_cast<const uint16_t*>(src);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    float32x4_t lo, hi;
+    load_bf16x8(p + i, &lo, &hi);
+    vst1q_f32(dst + i, lo);
+    vst1q_f32(dst + i + 4, hi);
+  }
+  for (; i < n; ++i) dst[i] = bf16_to_f32(p[i]);
+}
+
+// ---- K-quants ------------------------------------------------------------------------
+
+// 16 unsigned bytes -> four float32x4 (exact).
+inline void u8x16_to_f32(uint8x16_t q, float32x4_t f[4]) {
+  const uint16x8_t lo = vmovl_u8(vget_low_u8(q));
+  const uint16x8_t hi = vmovl_high_u8(q);
+  f[0] = vcvtq_f32_u32(vmovl_u16(vget_low_u16(lo)));
+  f[1] = vcvtq_f32_u32(vmovl_high_u16(lo));
+  f[2] = vcvtq_f32_u32(vmovl_u16(vget_low_u16(hi)));
+  f[3] = vcvtq_f32_u32(vmovl_high_u16(hi));
+}
+
+// The 8 six-bit scales and mins of a Q4_K block times d / dmin.
+inline void scales_mins_k4(const uint8_t* q, float d, float dmin, float* sc, float* mn) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = d * static_cast<float>(q[j] & 63);
+    mn[j] = dmin * static_cast<float>(q[j + 4] & 63);
+  }
+  for (int j = 4; j < 8; ++j) {
+    sc[j] = d * static_cast<float>((q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4));
+    mn[j] = dmin * static_cast<float>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
+// Q4_K: element 64*jj + l (l < 32) is the low nibble of qs[32*jj + l] with scale
+// 2*jj, element 64*jj + 32 + l the high nibble with scale 2*jj + 1.
+// y = d1*q - m1: the product is exact, so this is the reference's value.
+template <bool kStore>
+inline void q4k_block(const BlockQ4_K& b, const float* x, float* y, float32x4_t acc[4]) {
+  float sc[8], mn[8];
+  scales_mins_k4(b.scales, fp16_to_f32(b.d), fp16_to_f32(b.dmin), sc, mn);
+  const uint8x16_t m4 = vdupq_n_u8(0x0F);
+  for (int jj = 0; jj < 4; ++jj) {
+    const float32x4_t d1 = vdupq_n_f32(sc[2 * jj]), m1 = vdupq_n_f32(mn[2 * jj]);
+    const float32x4_t d2 = vdupq_n_f32(sc[2 * jj + 1]), m2 = vdupq_n_f32(mn[2 * jj + 1]);
+    for (int c = 0; c < 2; ++c) {
+      const uint8x16_t v = vld1q_u8(b.qs + 32 * jj + 16 * c);
+      float32x4_t lo[4], hi[4];
+      u8x16_to_f32(vandq_u8(v, m4), lo);
+      u8x16_to_f32(vshrq_n_u8(v, 4), hi);
+      const int e = 64 * jj + 16 * c;
+      for (int k = 0; k < 4; ++k) {
+        const float32x4_t wl = vsubq_f32(vmulq_f32(lo[k], d1), m1);
+        const float32x4_t wh = vsubq_f32(vmulq_f32(hi[k], d2), m2);
+        if constexpr (kStore) {
+          vst1q_f32(y + e + 4 * k, wl);
+          vst1q_f32(y + e + 32 + 4 * k, wh);
+        } else {
+          acc[k & 1] = vfmaq_f32(acc[k & 1], wl, vld1q_f32(x + e + 4 * k));
+          acc[2 + (k & 1)] = vfmaq_f32(acc[2 + (k & 1)], wh, vld1q_f32(x + e + 32 + 4 * k));
+        }
+      }
+    }
+  }
+}
+
+// Q6_K: per 128 elements, l < 32: q1 = ql[l] low | qh[l] bits 0-1, q2 = ql[l+32] low |
+// bits 2-3, q3 = ql[l] high | bits 4-5, q4 = ql[l+32] high | bits 6-7; minus 32;
+// elements l, l+32, l+64, l+96 with scales sc[l/16 + 0, 2, 4, 6].
+template <bool kStore>
+inline void q6k_block(const BlockQ6_K& b, const float* x, float* y, float32x4_t acc[4]) {
+  const float d = fp16_to_f32(b.d);
+  float ds[16];
+  for (int k = 0; k < 16; ++k) ds[k] = d * static_cast<float>(b.scales[k]);
+  const uint8x16_t m4 = vdupq_n_u8(0x0F), m3 = vdupq_n_u8(0x03);
+  const int8x16_t k32 = vdupq_n_s8(32);
+  for (int nn = 0; nn < 2; ++nn) {
+    const uint8_t* ql = b.ql + 64 * nn;
+    const uint8_t* qh = b.qh + 32 * nn;
+    const float* s = ds + 8 * nn;
+    for (int c = 0; c < 2; ++c) {
+      const uint8x16_t a = vld1q_u8(ql + 16 * c);
+      const uint8x16_t bq = vld1q_u8(ql + 32 + 16 * c);
+      const uint8x16_t h = vld1q_u8(qh + 16 * c);
+      uint8x16_t q[4];
+      q[0] = vorrq_u8(vandq_u8(a, m4), vshlq_n_u8(vandq_u8(h, m3), 4));
+      q[1] = vorrq_u8(vandq_u8(bq, m4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h, 2), m3), 4));
+      q[2] = vorrq_u8(vshrq_n_u8(a, 4), vshlq_n_u8(vandq_u8(vshrq_n_u8(h, 4), m3), 4));
+      q[3] = vorrq_u8(vshrq_n_u8(bq, 4), vshlq_n_u8(vshrq_n_u8(h, 6), 4));
+      for (int g = 0; g < 4; ++g) {
+        float32x4_t f[4];
+        s8x16_to_f32(vsubq_s8(vreinterpretq_s8_u8(q[g]), k32), f);
+        const float scale = s[c + 2 * g];
+        const int e = 128 * nn + 32 * g + 16 * c;
+        for (int k = 0; k < 4; ++k) {
+          const float32x4_t w = vmulq_n_f32(f[k], scale);
+          if constexpr (kStore) {
+            vst1q_f32(y + e + 4 * k, w);
+          } else {
+            acc[k] = vfmaq_f32(acc[k], w, vld1q_f32(x + e + 4 * k));
+          }
+        }
+      }
+    }
+  }
+}
+
+template <class Block, void (*kBlock)(const Block&, const float*, float*, float32x4_t*)>
+float dot_row_k(const void* w, const float* x, int64_t n) {
+  const Block* b = static_cast<const Block*>(w);
+  float32x4_t acc[4] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+  for (int64_t i = 0; i < n / kQK_K; ++i) kBlock(b[i], x + i * kQK_K, nullptr, acc);
+  return vaddvq_f32(vaddq_f32(vaddq_f32(acc[0], acc[1]), vaddq_f32(acc[2], acc[3])));
+}
+
+template <class Block, void (*kBlock)(const Block&, const float*, float*, float32x4_t*)>
+void deq_k(const void* src, float* dst, int64_t n) {
+  const Block* b = static_cast<const Block*>(src);
+  float32x4_t unused[4];
+  for (int64_t i = 0; i < n / kQK_K; ++i) kBlock(b[i], nullptr, dst + i * kQK_K, unused);
+}
+
 inline void set(KernelTable& t, DType type, DequantizeRowFn deq, DotRowFn dot) {
   t.dequantize_row[static_cast<uint32_t>(type)] = deq;
   t.dot_row[static_cast<uint32_t>(type)] = dot;
@@ -187,6 +338,9 @@ void fill_neon_table(KernelTable& t) {
   set(t, DType::F16, &deq_f16, &dot_row_f16);
   set(t, DType::Q8_0, &deq_b32<Q8_0U>, &dot_row_b32<Q8_0U>);
   set(t, DType::Q4_0, &deq_b32<Q4_0U>, &dot_row_b32<Q4_0U>);
+  set(t, DType::BF16, &deq_bf16, &dot_row_bf16);
+  set(t, DType::Q4_K, &deq_k<BlockQ4_K, q4k_block<true>>, &dot_row_k<BlockQ4_K, q4k_block<false>>);
+  set(t, DType::Q6_K, &deq_k<BlockQ6_K, q6k_block<true>>, &dot_row_k<BlockQ6_K, q6k_block<false>>);
   t.dot_f32 = &dot_f32;
   t.axpy_f32 = &axpy_f32;
 }
