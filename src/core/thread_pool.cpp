@@ -40,8 +40,17 @@ void ThreadPool::run(Fn fn, void* ctx) {
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
   fn(ctx, 0, n_threads_);
-  // Wait for the workers (they finish about when we do: spin only).
-  while (pending_.load(std::memory_order_acquire) != 0) LAYA_PAUSE();
+  // Wait for the workers. They usually finish about when we do, so spin; if a
+  // worker was descheduled (more runnable threads than cores), yield the core
+  // to it instead of burning our time slice.
+  int spins = 0;
+  while (pending_.load(std::memory_order_acquire) != 0) {
+    if (++spins < 4000) {
+      LAYA_PAUSE();
+    } else {
+      std::this_thread::yield();
+    }
+  }
 }
 
 void ThreadPool::worker_main(int index) {

@@ -1,0 +1,124 @@
+// laya complete -m MODEL (-p TEXT | --tokens 1,2,3) [-n N] [--temp T] [--seed S] ...
+// Streams the continuation to stdout as it is generated.
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+
+#include "cli_util.h"
+#include "engine/engine.h"
+#include "sampling/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace laya::cli {
+
+int cmd_complete(int argc, char** argv) {
+  CLI::App app{"Continue a prompt, streaming the text to stdout", "laya complete"};
+  std::string model_path = default_model_path(), prompt, tokens_s, kv = "f32";
+  int n_predict = 32, threads = 0;
+  SamplerParams sp;
+  bool show_stats = false, special = false, ids_out = false;
+  app.add_option("-m,--model", model_path, "a .gguf file or a Hugging Face / MLX folder");
+  auto* p_opt = app.add_option("-p,--prompt", prompt, "prompt text");
+  auto* t_opt = app.add_option("--tokens", tokens_s, "prompt as comma-separated token ids (instead of -p)");
+  p_opt->excludes(t_opt);
+  app.add_option("-n,--n-predict", n_predict, "tokens to generate")->check(CLI::Range(0, 1 << 20));
+  app.add_option("--temp", sp.temperature, "temperature (0 = greedy)");
+  app.add_option("--top-k", sp.top_k, "top-k (0 = off)");
+  app.add_option("--top-p", sp.top_p, "top-p (1 = off)");
+  app.add_option("--min-p", sp.min_p, "min-p (0 = off)");
+  app.add_option("--repeat-penalty", sp.repeat_penalty, "repetition penalty (1 = off)");
+  app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalty looks back on");
+  app.add_option("--seed", sp.seed, "RNG seed (a run is reproducible)");
+  app.add_option("-t,--threads", threads, "threads (default: all cores)");
+  app.add_option("--kv", kv, "KV cache type: f32 or f16")->check(CLI::IsMember({"f32", "f16"}));
+  app.add_flag("--special", special, "parse special-token text in the prompt");
+  app.add_flag("--ids", ids_out, "print token ids instead of text");
+  app.add_flag("--stats", show_stats, "print timing to stderr");
+  CLI11_PARSE(app, argc, argv);
+  if (model_path.empty()) return report_error("complete", Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL"));
+  if (prompt.empty() && tokens_s.empty()) {
+    return report_error("complete", Status(StatusCode::kInvalidArgument, "pass -p TEXT or --tokens IDS"));
+  }
+  auto m = Model::load(model_path);
+  if (!m.ok()) return report_error("complete", m.status());
+  std::shared_ptr<const Model> model = std::move(m).value();
+  std::unique_ptr<tok::Tokenizer> tk;
+  std::vector<int32_t> ids;
+  if (!tokens_s.empty()) {
+    auto r = parse_id_list(tokens_s);
+    if (!r.ok()) return report_error("complete", r.status());
+    ids = std::move(r).value();
+  }
+  if (!prompt.empty() || !ids_out) {
+    auto t = model->gguf_file() ? tok::Tokenizer::from_gguf(*model->gguf_file()) : tok::Tokenizer::from_path(model_path);
+    if (!t.ok()) return report_error("complete", t.status());
+    tk = std::move(t).value();
+  }
+  if (!prompt.empty()) {
+    tok::EncodeOptions eo;
+    eo.parse_special = special;
+    auto r = tk->encode(prompt, eo);
+    if (!r.ok()) return report_error("complete", r.status());
+    ids = std::move(r).value();
+  }
+  if (ids.empty()) return report_error("complete", Status(StatusCode::kInvalidArgument, "the prompt has no tokens"));
+  if (Status st = Sampler::validate(sp, static_cast<int>(model->hparams().n_vocab)); !st.ok()) {
+    return report_error("complete", st);
+  }
+  EngineOptions eo;
+  eo.n_threads = threads;
+  eo.n_ctx = std::min<int64_t>(model->hparams().n_ctx_train, static_cast<int64_t>(ids.size()) + n_predict + 1);
+  eo.kv_type = kv == "f16" ? DType::F16 : DType::F32;
+  auto e = Engine::create(model, eo);
+  if (!e.ok()) return report_error("complete", e.status());
+  Engine& eng = **e;
+  auto seq = eng.new_sequence();
+  Sampler sampler(sp, static_cast<int>(eng.n_vocab()));
+  using clock = std::chrono::steady_clock;
+  auto t0 = clock::now();
+  if (Status st = eng.prefill(*seq, ids, 0); !st.ok()) return report_error("complete", st);
+  auto t1 = clock::now();
+  std::vector<int32_t> history = ids;
+  history.reserve(ids.size() + static_cast<size_t>(n_predict));
+  std::unique_ptr<tok::StreamingDetokenizer> detok;
+  if (tk) {
+    tok::DecodeOptions dopt;
+    dopt.skip_special = true;
+    dopt.strip_leading_space = false;  // a continuation keeps its leading space
+    detok = std::make_unique<tok::StreamingDetokenizer>(*tk, dopt);
+  }
+  int generated = 0;
+  for (int i = 0; i < n_predict; ++i) {
+    const int32_t next = sampler.sample(eng.logits(), history);
+    if (next == model->hparams().eos_id || (tk && tk->is_eog(next))) break;
+    history.push_back(next);
+    ++generated;
+    if (ids_out || !detok) {
+      std::printf(i ? ",%d" : "%d", next);
+    } else {
+      std::string s = detok->push(next);
+      std::fwrite(s.data(), 1, s.size(), stdout);
+    }
+    std::fflush(stdout);
+    if (i + 1 < n_predict && seq->n_past() < seq->n_ctx()) {
+      if (Status st = eng.decode(*seq, next); !st.ok()) return report_error("complete", st);
+    } else if (seq->n_past() >= seq->n_ctx()) {
+      break;
+    }
+  }
+  if (detok && !ids_out) {
+    std::string s = detok->finish();
+    std::fwrite(s.data(), 1, s.size(), stdout);
+  }
+  std::printf("\n");
+  auto t2 = clock::now();
+  if (show_stats) {
+    const double pre = std::chrono::duration<double>(t1 - t0).count();
+    const double gen = std::chrono::duration<double>(t2 - t1).count();
+    std::fprintf(stderr, "prompt: %zu tokens in %.1f ms (%.1f tok/s); generated %d tokens in %.1f ms (%.1f tok/s)\n",
+                 ids.size(), pre * 1e3, ids.size() / pre, generated, gen * 1e3, generated / gen);
+  }
+  return 0;
+}
+
+}  // namespace laya::cli
