@@ -79,8 +79,7 @@ Isa compute_active_isa() {
                  isa_name(best));
     return best;
   }
-  // The variable only lowers the choice.
-  if (static_cast<int>(want) > static_cast<int>(best) && best != Isa::kScalar) return best;
+  // A supported ISA is never above the best one, so the variable can only lower the choice.
   return want;
 }
 
