@@ -1,6 +1,7 @@
 // Tokenizer from GGUF metadata (tokenizer.ggml.*), following llama.cpp's
 // llama-vocab.cpp: "gpt2" = byte-level BPE by merge rank with the regexes of
 // tokenizer.ggml.pre; "llama" = SentencePiece BPE by token score with byte fallback.
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 
@@ -197,6 +198,20 @@ Result<std::unique_ptr<Tokenizer>> TokenizerBuilder::gguf(const gguf::File& f) {
     t->add_bos_ = llama3;
     t->bos_id_ = 11 < int32_t(n) ? 11 : -1;
     t->eos_id_ = 11 < int32_t(n) ? 11 : -1;
+  }
+  // Token attributes llama.cpp sets by model name: Phi-3's special tokens eat the whitespace after them.
+  if (f.find("general.name")) {
+    auto r = f.get_string("general.name");
+    if (r.ok()) {
+      std::string nm = r.value();
+      for (auto& c : nm) c = char(std::tolower(uint8_t(c)));
+      if (nm.find("phi-3") != std::string::npos || nm.find("phi3") != std::string::npos) {
+        for (auto& a : t->added_) {
+          a.rstrip = true;
+          if (a.content == "<unk>" || a.content == "<s>" || a.content == "<|endoftext|>") a.rstrip = false;
+        }
+      }
+    }
   }
   LAYA_TRY(get_id("tokenizer.ggml.bos_token_id", &t->bos_id_));
   LAYA_TRY(get_id("tokenizer.ggml.eos_token_id", &t->eos_id_));

@@ -298,7 +298,8 @@ Result<std::unique_ptr<Tokenizer>> TokenizerBuilder::hf(std::string_view tj_text
       t->text_[id] = content;
       t->bytes_[id] = content;
       t->kind_[id] = special ? TokenKind::kControl : TokenKind::kUserDefined;
-      t->added_.push_back({content, int32_t(id), special});
+      t->added_.push_back({content, int32_t(id), special, bool_or(added[i], "lstrip", false),
+                           bool_or(added[i], "rstrip", false)});
     }
     // unk
     std::string unk = str_or(model, "unk_token", "");

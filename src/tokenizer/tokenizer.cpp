@@ -181,9 +181,15 @@ void Tokenizer::split_added(std::string_view text, bool parse_special, std::vect
         ++i;
         continue;
       }
-      if (i > last) out->push_back({uint32_t(last), uint32_t(i), -1});
-      out->push_back({uint32_t(i), uint32_t(i + hit->content.size()), hit->id});
-      i += hit->content.size();
+      auto is_ws = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
+      size_t b = i, e = i + hit->content.size();
+      if (hit->lstrip)
+        while (b > last && is_ws(text[b - 1])) --b;
+      if (hit->rstrip)
+        while (e < text.size() && is_ws(text[e])) ++e;
+      if (b > last) out->push_back({uint32_t(last), uint32_t(b), -1});
+      out->push_back({uint32_t(b), uint32_t(e), hit->id});
+      i = e;
       last = i;
     }
   }

@@ -151,6 +151,7 @@ class Tokenizer {
     std::string content;
     int32_t id;
     bool special;  // only with parse_special
+    bool lstrip = false, rstrip = false;  // absorb whitespace on the left / right
   };
   std::vector<Added> added_;  // sorted by length, longest first
   bool added_first_byte_[256] = {};
