@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus for the parser fuzzers (fuzz/corpus/{gguf,safetensors}/).
+
+Every file is tiny (< 4 KB) and valid, so the fuzzers start from inputs that
+reach deep into the parsers. Run from anywhere: python3 fuzz/make_corpus.py
+"""
+import json
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# GGUF value types
+U8, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64, I64, F64 = range(13)
+SCALAR_FMT = {U8: "<B", I8: "<b", U16: "<H", I16: "<h", U32: "<I", I32: "<i", F32: "<f",
+              BOOL: "<B", U64: "<Q", I64: "<q", F64: "<d"}
+
+
+def gstr(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def gval(t, v):
+    if t == STRING:
+        return gstr(v)
+    if t == ARRAY:
+        et, items = v
+        out = struct.pack("<IQ", et, len(items))
+        for it in items:
+            out += gval(et, it)
+        return out
+    return struct.pack(SCALAR_FMT[t], v)
+
+
+def gguf(kvs, tensors, version=3, alignment=32):
+    """kvs: [(key, type, value)]; tensors: [(name, ne, ggml_type, data_bytes)]."""
+    out = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(kvs))
+    for k, t, v in kvs:
+        out += gstr(k) + struct.pack("<I", t) + gval(t, v)
+    off = 0
+    offsets = []
+    for name, ne, gt, data in tensors:
+        offsets.append(off)
+        out += gstr(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
+        out += struct.pack("<IQ", gt, off)
+        off = (off + len(data) + alignment - 1) // alignment * alignment
+    out += b"\0" * (-len(out) % alignment)
+    base = len(out)
+    for (name, ne, gt, data), o in zip(tensors, offsets):
+        out += b"\0" * (base + o - len(out)) + data
+    return out
+
+
+def f32s(n):
+    return b"".join(struct.pack("<f", float(i)) for i in range(n))
+
+
+def safetensors(entries, metadata=None):
+    """entries: [(name, dtype, shape, data_bytes)]."""
+    header, data = {}, b""
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name, dtype, shape, raw in entries:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + data
+
+
+def main():
+    g = {
+        "all_types.gguf": gguf(
+            [("general.architecture", STRING, "llama"),
+             ("v.u8", U8, 200), ("v.i8", I8, -5), ("v.u16", U16, 60000), ("v.i16", I16, -300),
+             ("v.u32", U32, 4000000000), ("v.i32", I32, -7), ("v.f32", F32, 1.5), ("v.bool", BOOL, 1),
+             ("v.u64", U64, 1 << 40), ("v.i64", I64, -(1 << 40)), ("v.f64", F64, 2.25),
+             ("tokenizer.ggml.tokens", ARRAY, (STRING, ["a", "bc", ""])),
+             ("tokenizer.ggml.scores", ARRAY, (F32, [0.5, -1.0])),
+             ("v.ints", ARRAY, (I32, [1, 2, 3])),
+             ("v.nested", ARRAY, (ARRAY, [(I16, [1, 2]), (STRING, ["s"]), (ARRAY, [(U8, [9])])]))],
+            [("a.weight", [4, 2], 0, f32s(8)),
+             ("b.f16", [3], 1, b"\x00\x3c" * 3),
+             ("c.q8", [32], 8, b"\x00\x3c" + bytes(range(32)))]),
+        "v2_align64.gguf": gguf([("general.alignment", U32, 64), ("x", STRING, "y")],
+                                [("t0", [3], 0, f32s(3)), ("t1", [2, 2, 1, 1], 0, f32s(4))],
+                                version=2, alignment=64),
+        "header_only.gguf": gguf([("general.name", STRING, "empty")], []),
+        "kquant.gguf": gguf([("general.architecture", STRING, "qwen3")],
+                            [("q4k", [256], 12, bytes(144)), ("q6k", [256], 14, bytes(210)),
+                             ("q4_0", [32, 2], 2, bytes(36)), ("bf16", [4], 30, bytes(8))]),
+    }
+    s = {
+        "mixed.safetensors": safetensors(
+            [("w.f32", "F32", [2, 3], f32s(6)), ("w.f16", "F16", [4], b"\x00\x3c" * 4),
+             ("w.bf16", "BF16", [1, 2, 2], b"\x80\x3f" * 4)],
+            metadata={"format": "pt"}),
+        "empty.safetensors": safetensors([]),
+        "scalar_zero.safetensors": safetensors([("s", "F32", [], f32s(1)), ("z", "BF16", [0, 3], b"")]),
+    }
+    for sub, files in (("gguf", g), ("safetensors", s)):
+        d = os.path.join(HERE, "corpus", sub)
+        os.makedirs(d, exist_ok=True)
+        for name, data in files.items():
+            assert len(data) < 4096, name
+            with open(os.path.join(d, name), "wb") as f:
+                f.write(data)
+            print(f"{sub}/{name}: {len(data)} bytes")
+
+
+if __name__ == "__main__":
+    main()

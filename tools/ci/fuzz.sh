@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Build the libFuzzer targets with clang (ASan + UBSan) and run each for
+# $FUZZ_SECONDS seconds (default 60) from the seed corpus in fuzz/corpus/.
+# Exits non-zero when a fuzzer finds a crash, leak, timeout or sanitizer
+# report; the reproducer is left in $BUILD_DIR/fuzz-artifacts/.
+#
+#   tools/ci/fuzz.sh                      # 60 s per target
+#   FUZZ_SECONDS=600 tools/ci/fuzz.sh     # longer run
+#   BUILD_DIR=/tmp/bf tools/ci/fuzz.sh    # other build directory
+# Reproduce a crash: $BUILD_DIR/fuzz/gguf_fuzz $BUILD_DIR/fuzz-artifacts/crash-...
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build-fuzz}"
+FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
+CXX_FUZZ="${CXX_FUZZ:-clang++}"
+CC_FUZZ="${CC_FUZZ:-clang}"
+JOBS="${JOBS:-$(nproc)}"
+
+cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja \
+  -DCMAKE_CXX_COMPILER="$CXX_FUZZ" -DCMAKE_C_COMPILER="$CC_FUZZ" \
+  -DLAYA_FUZZ=ON -DLAYA_BUILD_TESTS=OFF -DLAYA_BUILD_BENCH=OFF >/dev/null
+ninja -C "$BUILD_DIR" -j "$JOBS" gguf_fuzz safetensors_fuzz
+
+ART="$BUILD_DIR/fuzz-artifacts"
+mkdir -p "$ART"
+status=0
+for target in gguf safetensors; do
+  # New inputs go to a scratch corpus; the committed seeds are read only.
+  work="$BUILD_DIR/fuzz-corpus/$target"
+  mkdir -p "$work"
+  echo "== ${target}_fuzz for ${FUZZ_SECONDS}s"
+  if ! "$BUILD_DIR/fuzz/${target}_fuzz" \
+      -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+      -print_final_stats=1 -artifact_prefix="$ART/${target}-" \
+      "$work" "$ROOT/fuzz/corpus/$target" 2>"$BUILD_DIR/${target}_fuzz.log"; then
+    echo "!! ${target}_fuzz FAILED; log: $BUILD_DIR/${target}_fuzz.log; artifacts:" >&2
+    ls -l "$ART" | grep "${target}-" >&2 || true
+    tail -40 "$BUILD_DIR/${target}_fuzz.log" >&2
+    status=1
+  else
+    grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added|stat::peak_rss_mb)' \
+      "$BUILD_DIR/${target}_fuzz.log" || true
+  fi
+done
+exit $status

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Build laya_tests with AddressSanitizer + UndefinedBehaviorSanitizer
+# (-DLAYA_SANITIZE=ON, the default compiler: gcc is fine) in a separate build
+# directory and run the file-format and tokenizer tests under it.
+#
+#   tools/ci/sanitize.sh
+#   BUILD_DIR=/tmp/asan FILTER='Gguf*' tools/ci/sanitize.sh
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build-asan}"
+FILTER="${FILTER:-Gguf*:Safetensors*:Tokenizer*}"
+JOBS="${JOBS:-$(nproc)}"
+
+cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DLAYA_SANITIZE=ON -DLAYA_BUILD_TESTS=ON -DLAYA_BUILD_BENCH=OFF >/dev/null
+ninja -C "$BUILD_DIR" -j "$JOBS" laya_tests
+
+# Any sanitizer report aborts the test binary (non-zero exit).
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+"$BUILD_DIR/tests/laya_tests" --gtest_filter="$FILTER" --gtest_brief=1
