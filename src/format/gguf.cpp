@@ -200,11 +200,11 @@ class Parser {
     LAYA_TRY(read(&n_kv, "metadata count"));
     // A key/value needs >= 8+4+1 bytes, a tensor info >= 8+4+8+4+8.
     if (n_kv > remaining() / 13) {
-      return fail(StatusCode::kCorrupt, strformat("metadata count %llu cannot fit in the %zu bytes left",
+      return fail(StatusCode::kCorrupt, strformat("metadata count %llu cannot fit in the %zu bytes left (file truncated or corrupt)",
                                                   static_cast<unsigned long long>(n_kv), remaining()));
     }
     if (n_tensors > remaining() / 32) {
-      return fail(StatusCode::kCorrupt, strformat("tensor count %llu cannot fit in the %zu bytes left",
+      return fail(StatusCode::kCorrupt, strformat("tensor count %llu cannot fit in the %zu bytes left (file truncated or corrupt)",
                                                   static_cast<unsigned long long>(n_tensors), remaining()));
     }
     for (uint64_t k = 0; k < n_kv; ++k) {

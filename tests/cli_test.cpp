@@ -1,0 +1,186 @@
+// The `laya` binary on good and bad model files: exit codes and messages.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstring>
+#include <unistd.h>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
+
+#include "test_util.h"
+
+namespace laya {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliResult {
+  int code = -1;
+  std::string out;  // stdout + stderr
+};
+
+CliResult run(const std::string& args) {
+  CliResult r;
+  const std::string cmd = std::string(LAYA_CLI_PATH) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int st = pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+class CliFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("laya_cli_test_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& bytes) {
+    fs::path p = dir_ / name;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << bytes;
+    return p.string();
+  }
+  fs::path dir_;
+};
+
+std::string read_all(const std::string& p) { return test::read_text_file(p); }
+
+TEST_F(CliFiles, MissingFile) {
+  CliResult r = run("info -m /nonexistent/model.gguf");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("/nonexistent/model.gguf"), std::string::npos) << r.out;
+}
+
+TEST_F(CliFiles, WrongMagic) {
+  std::string p = write("bad.gguf", std::string("NOPE") + std::string(60, '\0'));
+  CliResult r = run("info -m " + p);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("not a GGUF file"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(p), std::string::npos) << r.out;
+}
+
+TEST_F(CliFiles, TruncatedRealFile) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  const std::string bytes = read_all(fx + "/ref-models/llama-tiny/gguf/llama-tiny-f16.gguf");
+  for (size_t cut : {size_t{3}, size_t{100}, size_t{5000}, bytes.size() / 2, bytes.size() - 1}) {
+    std::string p = write("cut.gguf", bytes.substr(0, cut));
+    CliResult r = run("info -m " + p);
+    EXPECT_NE(r.code, 0) << "cut at " << cut;
+    EXPECT_LT(r.code, 100) << "crashed at cut " << cut << ": " << r.out;
+    EXPECT_NE(r.out.find("cut.gguf"), std::string::npos) << r.out;
+    EXPECT_TRUE(r.out.find("truncated") != std::string::npos || r.out.find("past the end") != std::string::npos ||
+                r.out.find("too small") != std::string::npos)
+        << "cut " << cut << ": " << r.out;
+  }
+}
+
+TEST_F(CliFiles, UnknownArchitecture) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  std::string bytes = read_all(fx + "/ref-models/llama-tiny/gguf/llama-tiny-f16.gguf");
+  const std::string key = "general.architecture";
+  size_t k = bytes.find(key);
+  ASSERT_NE(k, std::string::npos);
+  size_t v = k + key.size() + 4 + 8;  // value type u32, string length u64
+  ASSERT_EQ(bytes.substr(v, 5), "llama");
+  bytes.replace(v, 5, "gpt_x");
+  CliResult r = run("info -m " + write("arch.gguf", bytes));
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("general.architecture = 'gpt_x' is not supported"), std::string::npos) << r.out;
+}
+
+// An HF folder whose config disagrees with its weights.
+TEST_F(CliFiles, HfConfigMismatchNamesTensorAndHint) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  const std::string src = fx + "/ref-models/llama-tiny/hf";
+  std::string cfg = read_all(src + "/config.json");
+  size_t p = cfg.find("\"num_key_value_heads\": 2");
+  ASSERT_NE(p, std::string::npos);
+  cfg.replace(p, 24, "\"num_key_value_heads\": 4");
+  write("hf/config.json", cfg);
+  fs::create_symlink(src + "/model.safetensors", dir_ / "hf" / "model.safetensors");
+  CliResult r = run("info -m " + (dir_ / "hf").string());
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("tensor 'blk.0.attn_k.weight': shape [256, 64], expected [256, 128] (n_head_kv mismatch?)"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(CliFiles, HfMissingTensor) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  const std::string src = fx + "/ref-models/llama-tiny/hf";
+  std::string cfg = read_all(src + "/config.json");
+  size_t p = cfg.find("\"num_hidden_layers\": 4");
+  ASSERT_NE(p, std::string::npos);
+  cfg.replace(p, 22, "\"num_hidden_layers\": 5");
+  write("hf/config.json", cfg);
+  fs::create_symlink(src + "/model.safetensors", dir_ / "hf" / "model.safetensors");
+  CliResult r = run("info -m " + (dir_ / "hf").string());
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("tensor 'blk.4.attn_norm.weight' is missing"), std::string::npos) << r.out;
+}
+
+TEST_F(CliFiles, MalformedConfigJson) {
+  write("hf/config.json", "{\"model_type\": \"llama\", \"hidden_size\": 256,,}");
+  CliResult r = run("info -m " + (dir_ / "hf").string());
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("config.json: malformed JSON at byte"), std::string::npos) << r.out;
+}
+
+TEST_F(CliFiles, MalformedSafetensorsHeader) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  write("hf/config.json", read_all(fx + "/ref-models/llama-tiny/hf/config.json"));
+  std::string hdr = "{\"a\": [1,2";
+  std::string bytes(8, '\0');
+  uint64_t n = hdr.size();
+  std::memcpy(bytes.data(), &n, 8);
+  write("hf/model.safetensors", bytes + hdr);
+  CliResult r = run("info -m " + (dir_ / "hf").string());
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("model.safetensors: header is not a valid JSON object"), std::string::npos) << r.out;
+}
+
+TEST_F(CliFiles, UnsupportedHfModelType) {
+  write("hf/config.json", "{\"model_type\": \"gpt2\"}");
+  CliResult r = run("info -m " + (dir_ / "hf").string());
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("model_type 'gpt2' is not supported"), std::string::npos) << r.out;
+}
+
+TEST_F(CliFiles, LogitsWritesNpyOfTheRightShape) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  const std::string model = fx + "/ref-models/qwen3-tiny/gguf/qwen3-tiny-q8_0.gguf";
+  const std::string out = (dir_ / "o.npy").string();
+  CliResult r = run("logits -m " + model + " --tokens 1,2,3 --all-positions -o " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  test::NpyArray a;
+  std::string err;
+  ASSERT_TRUE(test::read_npy_f32(out, &a, &err)) << err;
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{3, 512}));
+  test::NpyArray b;
+  r = run("logits -m " + model + " --tokens 1,2,3 --incremental -o " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  ASSERT_TRUE(test::read_npy_f32(out, &b, &err)) << err;
+  EXPECT_EQ(b.shape, (std::vector<int64_t>{512}));
+  for (int i = 0; i < 512; ++i) EXPECT_NEAR(b.data[static_cast<size_t>(i)], a.data[static_cast<size_t>(2 * 512 + i)], 1e-4);
+}
+
+TEST_F(CliFiles, BadTokenListAndOutOfRangeToken) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  const std::string model = fx + "/ref-models/qwen3-tiny/gguf/qwen3-tiny-q8_0.gguf";
+  CliResult r = run("logits -m " + model + " --tokens 1,x,3 -o " + (dir_ / "o.npy").string());
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("'x' is not a non-negative integer"), std::string::npos) << r.out;
+  r = run("logits -m " + model + " --tokens 1,99999 -o " + (dir_ / "o.npy").string());
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("token 99999 at index 1 is out of range [0, 512)"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace laya
