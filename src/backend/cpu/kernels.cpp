@@ -6,6 +6,10 @@
 #include <cstring>
 #include <string>
 
+#if defined(LAYA_HAVE_X86) && (defined(__x86_64__) || defined(__i386__))
+#include <cpuid.h>
+#endif
+
 namespace laya::cpu {
 
 const char* isa_name(Isa isa) {
@@ -18,14 +22,25 @@ const char* isa_name(Isa isa) {
   return "unknown";
 }
 
+#if defined(LAYA_HAVE_X86) && (defined(__x86_64__) || defined(__i386__))
+namespace {
+// F16C straight from CPUID (leaf 1, ECX bit 29): some clang versions do not know
+// "f16c" in __builtin_cpu_supports. The AVX check there covers OS support.
+bool cpu_has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  return (c & (1u << 29)) != 0;
+}
+}  // namespace
+#endif
+
 bool isa_supported(Isa isa) {
   switch (isa) {
     case Isa::kScalar:
       return true;
     case Isa::kAvx2:
 #if defined(LAYA_HAVE_X86) && (defined(__x86_64__) || defined(__i386__))
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
 #else
       return false;
 #endif
