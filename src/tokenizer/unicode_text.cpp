@@ -258,6 +258,9 @@ bool Regex::find(std::string_view subject, size_t start, size_t* mb, size_t* me)
   auto* code = static_cast<pcre2_code*>(code_);
   while (start <= subject.size()) {
     int rc = pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), start, 0, md, nullptr);
+    if (rc < 0 && rc != PCRE2_ERROR_NOMATCH)  // JIT stack exhausted etc.: retry with the interpreter (heap)
+      rc = pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), start, PCRE2_NO_JIT, md,
+                       nullptr);
     if (rc < 0) return false;
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     if (ov[1] > ov[0]) {
