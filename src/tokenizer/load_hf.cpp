@@ -296,7 +296,9 @@ Result<std::unique_ptr<Tokenizer>> TokenizerBuilder::hf(std::string_view tj_text
                    "id " + std::to_string(id) + " is '" + content + "' but model.vocab has '" + t->text_[id] + "'");
       seen[id] = true;
       t->text_[id] = content;
-      t->bytes_[id] = content;
+      // The ByteLevel decoder maps an added token through the byte alphabet when
+      // every character is in it (so "ĠHi" decodes to " Hi"), else keeps it as is.
+      if (!byte_level || !byte_level_decode(content, &t->bytes_[id])) t->bytes_[id] = content;
       t->kind_[id] = special ? TokenKind::kControl : TokenKind::kUserDefined;
       t->added_.push_back({content, int32_t(id), special, bool_or(added[i], "lstrip", false),
                            bool_or(added[i], "rstrip", false)});
