@@ -15,12 +15,14 @@ namespace laya::cli {
 int cmd_info(int argc, char** argv);
 int cmd_logits(int argc, char** argv);
 int cmd_complete(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_detokenize(int argc, char** argv);
 const Command kCommands[] = {
     {"info", "show a model's architecture, size, types and memory needs", cmd_info},
     {"logits", "write the logits of a token sequence to .npy", cmd_logits},
     {"complete", "continue a prompt, streaming the text", cmd_complete},
+    {"bench", "prefill/decode speed, decode latency percentiles, bandwidth, RSS", cmd_bench},
     {"tokenize", "text → token ids (JSON); --batch for JSON lines on stdin", cmd_tokenize},
     {"detokenize", "token ids → text", cmd_detokenize},
     {"version", "print the version", cmd_version},

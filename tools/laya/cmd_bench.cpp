@@ -1,0 +1,129 @@
+// laya bench -m MODEL [-t THREADS] [--prompt 512] [--gen 128] [--reps N] [--json]
+// Prefill and decode speed, per-token decode latency percentiles, effective
+// bandwidth and peak RSS. Prompt tokens are seeded random ids (as llama-bench
+// uses); decode feeds back the arg-max token.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <sys/resource.h>
+
+#include "cli_util.h"
+#include "engine/engine.h"
+#include "sampling/sampler.h"
+
+namespace laya::cli {
+
+namespace {
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double idx = p * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(idx);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
+}
+
+double peak_rss_mb() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;
+}
+
+// Bytes of weights one decode step reads: every matrix once (the embedding
+// table only for one row, unless it doubles as the output matrix).
+uint64_t bytes_per_token(const Model& m) {
+  const ModelWeights& w = m.weights();
+  uint64_t b = w.output.nbytes + w.output_norm.nbytes + w.tok_embd.row_stride();
+  for (const auto& L : w.layers) {
+    for (const Tensor* t : {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.bq, &L.bk, &L.bv, &L.q_norm, &L.k_norm, &L.wo,
+                            &L.ffn_norm, &L.w_gate, &L.w_up, &L.w_down})
+      if (t->present()) b += t->nbytes;
+  }
+  return b;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  CLI::App app{"Measure prefill and decode speed and decode latency", "laya bench"};
+  std::string model_path = default_model_path(), kv = "f32";
+  int threads = 0, n_prompt = 512, n_gen = 128, reps = 1, warmup = 8;
+  bool json = false;
+  app.add_option("-m,--model", model_path, "a .gguf file or a Hugging Face / MLX folder");
+  app.add_option("-t,--threads", threads, "threads (default: all cores)");
+  app.add_option("-p,--prompt", n_prompt, "prompt tokens to prefill (0 = skip)")->check(CLI::Range(0, 1 << 20));
+  app.add_option("-n,--gen", n_gen, "tokens to decode")->check(CLI::Range(0, 1 << 20));
+  app.add_option("-r,--reps", reps, "repetitions (the best prefill and all decode steps are reported)")->check(CLI::Range(1, 1000));
+  app.add_option("--warmup", warmup, "decode steps run before measuring")->check(CLI::Range(0, 1 << 20));
+  app.add_option("--kv", kv, "KV cache type: f32 or f16")->check(CLI::IsMember({"f32", "f16"}));
+  app.add_flag("--json", json, "print one JSON object");
+  CLI11_PARSE(app, argc, argv);
+  if (model_path.empty()) return report_error("bench", Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL"));
+  auto m = Model::load(model_path);
+  if (!m.ok()) return report_error("bench", m.status());
+  std::shared_ptr<const Model> model = std::move(m).value();
+  EngineOptions eo;
+  eo.n_threads = threads;
+  eo.n_ctx = std::max(n_prompt + n_gen + warmup + 1, 64);
+  eo.n_batch = std::max(1, std::min(n_prompt, 512));
+  eo.kv_type = kv == "f16" ? DType::F16 : DType::F32;
+  auto e = Engine::create(model, eo);
+  if (!e.ok()) return report_error("bench", e.status());
+  Engine& eng = **e;
+  const int64_t nv = eng.n_vocab();
+  auto seq = eng.new_sequence();
+  Rng rng(1234);
+  std::vector<int32_t> prompt(static_cast<size_t>(std::max(n_prompt, 1)));
+  for (auto& t : prompt) t = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(nv));
+  using clock = std::chrono::steady_clock;
+  double best_prefill = 0;
+  std::vector<double> step_ms;
+  step_ms.reserve(static_cast<size_t>(n_gen) * static_cast<size_t>(reps));
+  for (int r = 0; r < reps; ++r) {
+    if (n_prompt > 0) {
+      auto t0 = clock::now();
+      if (Status st = eng.prefill(*seq, prompt, 0); !st.ok()) return report_error("bench", st);
+      const double s = std::chrono::duration<double>(clock::now() - t0).count();
+      best_prefill = std::max(best_prefill, n_prompt / s);
+    } else {
+      if (Status st = eng.prefill(*seq, std::span<const int32_t>(prompt.data(), 1), 0); !st.ok()) return report_error("bench", st);
+    }
+    int32_t tok = static_cast<int32_t>(std::max_element(eng.logits(), eng.logits() + nv) - eng.logits());
+    for (int i = 0; i < warmup + n_gen; ++i) {
+      auto t0 = clock::now();
+      if (Status st = eng.decode(*seq, tok); !st.ok()) return report_error("bench", st);
+      tok = static_cast<int32_t>(std::max_element(eng.logits(), eng.logits() + nv) - eng.logits());
+      const double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+      if (i >= warmup) step_ms.push_back(ms);
+    }
+  }
+  double total_ms = 0;
+  for (double v : step_ms) total_ms += v;
+  const double mean_ms = step_ms.empty() ? 0 : total_ms / static_cast<double>(step_ms.size());
+  const double p50 = percentile(step_ms, 0.5), p99 = percentile(step_ms, 0.99), p999 = percentile(step_ms, 0.999);
+  const double mx = step_ms.empty() ? 0 : *std::max_element(step_ms.begin(), step_ms.end());
+  const double bpt = static_cast<double>(bytes_per_token(*model));
+  const double gbs = mean_ms > 0 ? bpt / (mean_ms * 1e-3) / 1e9 : 0;
+  const double decode_tok_s = mean_ms > 0 ? 1000.0 / mean_ms : 0;
+  const double rss = peak_rss_mb();
+  if (json) {
+    std::printf("{\"model\": \"%s\", \"threads\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"reps\": %d, "
+                "\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"decode_ms_mean\": %.4f, \"decode_ms_p50\": %.4f, "
+                "\"decode_ms_p99\": %.4f, \"decode_ms_p999\": %.4f, \"decode_ms_max\": %.4f, \"decode_gb_s\": %.3f, "
+                "\"weight_bytes_per_token\": %.0f, \"peak_rss_mb\": %.1f}\n",
+                model_path.c_str(), eng.options().n_threads, n_prompt, n_gen, reps, best_prefill, decode_tok_s, mean_ms,
+                p50, p99, p999, mx, gbs, bpt, rss);
+  } else {
+    std::printf("model          %s\nthreads        %d\n", model_path.c_str(), eng.options().n_threads);
+    if (n_prompt > 0) std::printf("prefill        %.1f tok/s (%d tokens)\n", best_prefill, n_prompt);
+    std::printf("decode         %.1f tok/s over %zu steps\n", decode_tok_s, step_ms.size());
+    std::printf("decode step    p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms\n", p50, p99, p999, mx);
+    std::printf("bandwidth      %.2f GB/s effective (%.1f MB of weights per token)\n", gbs, bpt / 1e6);
+    std::printf("peak RSS       %.1f MB\n", rss);
+  }
+  return 0;
+}
+
+}  // namespace laya::cli
