@@ -33,6 +33,12 @@ struct AttentionShape {
   float scale;  // 1/sqrt(head_dim)
 };
 
+// One output of a grouped matmul: y (n_tok, w.rows()) = x · wᵀ.
+struct MatmulOut {
+  const Tensor* w;
+  float* y;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -40,6 +46,9 @@ class Backend {
 
   // y (n_tok, rows) = x (n_tok, cols) · wᵀ, w: (rows, cols) of any supported type.
   virtual void matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) = 0;
+  // Several matrices over the same input x (same cols), as one parallel job:
+  // q/k/v, gate/up. Saves a thread synchronisation per extra matrix.
+  virtual void matmul_group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) = 0;
   // out (n, cols) = rows ids[0..n) of w, dequantized.
   virtual void get_rows(const Tensor& w, const int32_t* ids, int64_t n, float* out) = 0;
   // out (n_rows, n) = x / rms(x) * w, per row of length n.

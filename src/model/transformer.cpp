@@ -31,9 +31,10 @@ void transformer_forward(const Model& model, Backend& be, const RopeTable& rope,
     const LayerWeights& L = W.layers[static_cast<size_t>(il)];
     // --- attention block ---
     be.rms_norm(s.x.data(), f32(L.attn_norm), n, E, hp.rms_eps, s.xn.data());
-    be.matmul(L.wq, s.xn.data(), n, s.q.data());  // (n, n_head * HD)
-    be.matmul(L.wk, s.xn.data(), n, s.k.data());  // (n, KV)
-    be.matmul(L.wv, s.xn.data(), n, s.v.data());  // (n, KV)
+    const MatmulOut qkv[3] = {{&L.wq, s.q.data()},   // (n, n_head * HD)
+                              {&L.wk, s.k.data()},   // (n, KV)
+                              {&L.wv, s.v.data()}};  // (n, KV)
+    be.matmul_group(qkv, 3, s.xn.data(), n);
     if (L.bq.present()) {
       be.add_bias(s.q.data(), f32(L.bq), n, hp.q_dim());
       be.add_bias(s.k.data(), f32(L.bk), n, KV);
@@ -52,8 +53,9 @@ void transformer_forward(const Model& model, Backend& be, const RopeTable& rope,
     be.add(s.x.data(), s.tmp.data(), n * E);
     // --- feed-forward block (SwiGLU) ---
     be.rms_norm(s.x.data(), f32(L.ffn_norm), n, E, hp.rms_eps, s.xn.data());
-    be.matmul(L.w_gate, s.xn.data(), n, s.gate.data());  // (n, n_ff)
-    be.matmul(L.w_up, s.xn.data(), n, s.up.data());      // (n, n_ff)
+    const MatmulOut gate_up[2] = {{&L.w_gate, s.gate.data()},  // (n, n_ff)
+                                  {&L.w_up, s.up.data()}};     // (n, n_ff)
+    be.matmul_group(gate_up, 2, s.xn.data(), n);
     be.swiglu(s.gate.data(), s.up.data(), n * hp.n_ff, s.gate.data());
     be.matmul(L.w_down, s.gate.data(), n, s.tmp.data());  // (n, E)
     be.add(s.x.data(), s.tmp.data(), n * E);

@@ -44,45 +44,61 @@ CpuBackend::~CpuBackend() = default;
 
 const char* CpuBackend::name() const { return "cpu"; }
 
-void CpuBackend::matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) {
+void CpuBackend::matmul_rows(const Tensor& w, const float* x, int64_t n_tok, float* y, int64_t b, int64_t e, int ti) {
   const int64_t rows = w.rows(), cols = w.cols();
   const size_t stride = w.row_stride();
   const cpu::KernelTable& kt = cpu::kernels();
-  const auto ti_type = static_cast<uint32_t>(w.type);
+  const auto type = static_cast<uint32_t>(w.type);
   if (n_tok == 1) {
-    // Decode: one fused dequantize+dot per row, rows split across threads.
-    const cpu::DotRowFn dot = kt.dot_row[ti_type];
-    run_on_pool(pool_, [&](int ti, int nt) {
-      int64_t b, e;
-      split(rows, ti, nt, 16, &b, &e);
-      for (int64_t r = b; r < e; ++r) y[r] = dot(w.data + static_cast<size_t>(r) * stride, x, cols);
-    });
+    // Decode: one fused dequantize+dot per row.
+    const cpu::DotRowFn dot = kt.dot_row[type];
+    for (int64_t r = b; r < e; ++r) y[r] = dot(w.data + static_cast<size_t>(r) * stride, x, cols);
     return;
   }
   // Prefill: dequantize a tile of rows once, reuse it for every token.
-  const cpu::DequantizeRowFn deq = kt.dequantize_row[ti_type];
+  const cpu::DequantizeRowFn deq = kt.dequantize_row[type];
   const bool is_f32 = w.type == DType::F32;
+  float* tile = scratch_[static_cast<size_t>(ti)].tile.data();
+  for (int64_t r0 = b; r0 < e; r0 += kTileRows) {
+    const int64_t nr = std::min<int64_t>(kTileRows, e - r0);
+    const float* rowp[kTileRows];
+    for (int64_t i = 0; i < nr; ++i) {
+      const uint8_t* src = w.data + static_cast<size_t>(r0 + i) * stride;
+      if (is_f32) {
+        rowp[i] = reinterpret_cast<const float*>(src);
+      } else {
+        deq(src, tile + i * cols, cols);
+        rowp[i] = tile + i * cols;
+      }
+    }
+    for (int64_t t = 0; t < n_tok; ++t) {
+      const float* xt = x + t * cols;
+      float* yt = y + t * rows + r0;
+      for (int64_t i = 0; i < nr; ++i) yt[i] = kt.dot_f32(rowp[i], xt, cols);
+    }
+  }
+}
+
+void CpuBackend::matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) {
+  const MatmulOut o{&w, y};
+  matmul_group(&o, 1, x, n_tok);
+}
+
+void CpuBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) {
+  // The matrices' rows are laid end to end and split evenly across threads,
+  // in tiles so a thread's share of each matrix stays contiguous.
+  int64_t total = 0;
+  for (int i = 0; i < n_outs; ++i) total += outs[i].w->rows();
+  const int64_t grain = n_tok == 1 ? 16 : kTileRows;
   run_on_pool(pool_, [&](int ti, int nt) {
     int64_t b, e;
-    split(rows, ti, nt, kTileRows, &b, &e);
-    float* tile = scratch_[static_cast<size_t>(ti)].tile.data();
-    for (int64_t r0 = b; r0 < e; r0 += kTileRows) {
-      const int64_t nr = std::min<int64_t>(kTileRows, e - r0);
-      const float* rowp[kTileRows];
-      for (int64_t i = 0; i < nr; ++i) {
-        const uint8_t* src = w.data + static_cast<size_t>(r0 + i) * stride;
-        if (is_f32) {
-          rowp[i] = reinterpret_cast<const float*>(src);
-        } else {
-          deq(src, tile + i * cols, cols);
-          rowp[i] = tile + i * cols;
-        }
-      }
-      for (int64_t t = 0; t < n_tok; ++t) {
-        const float* xt = x + t * cols;
-        float* yt = y + t * rows + r0;
-        for (int64_t i = 0; i < nr; ++i) yt[i] = kt.dot_f32(rowp[i], xt, cols);
-      }
+    split(total, ti, nt, grain, &b, &e);
+    int64_t base = 0;
+    for (int i = 0; i < n_outs && b < e; ++i) {
+      const int64_t rows = outs[i].w->rows();
+      const int64_t lb = std::max<int64_t>(b - base, 0), le = std::min<int64_t>(e - base, rows);
+      if (lb < le) matmul_rows(*outs[i].w, x, n_tok, outs[i].y, lb, le, ti);
+      base += rows;
     }
   });
 }

@@ -24,6 +24,7 @@ class CpuBackend final : public Backend {
   const char* name() const override;
 
   void matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) override;
+  void matmul_group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) override;
   void get_rows(const Tensor& w, const int32_t* ids, int64_t n, float* out) override;
   void rms_norm(const float* x, const float* w, int64_t n_rows, int64_t n, float eps, float* out) override;
   void add_bias(float* y, const float* b, int64_t n_rows, int64_t n) override;
@@ -40,6 +41,9 @@ class CpuBackend final : public Backend {
   static constexpr int64_t kTileRows = 16;
 
  private:
+  // Rows [b, e) of one matrix for tokens x (n_tok, cols), on thread ti.
+  void matmul_rows(const Tensor& w, const float* x, int64_t n_tok, float* y, int64_t b, int64_t e, int ti);
+
   struct alignas(64) ThreadScratch {
     std::vector<float> tile;    // kTileRows * max_cols
     std::vector<float> scores;  // max_ctx
