@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
 #include "core/fp16.h"
 
@@ -37,7 +38,7 @@ CpuBackend::CpuBackend(const CpuBackendLimits& lim) : lim_(lim), pool_(lim.n_thr
     s.vrow.resize(static_cast<size_t>(std::max<int64_t>(lim.max_head_dim, 1)));
   }
   // Resolve the ISA once, outside any hot path.
-  (void)cpu::kernels();
+  gemm_ = cpu::gemm_tile_for(cpu::kernels().isa);
 }
 
 CpuBackend::~CpuBackend() = default;
@@ -71,11 +72,7 @@ void CpuBackend::matmul_rows(const Tensor& w, const float* x, int64_t n_tok, flo
         rowp[i] = tile + i * cols;
       }
     }
-    for (int64_t t = 0; t < n_tok; ++t) {
-      const float* xt = x + t * cols;
-      float* yt = y + t * rows + r0;
-      for (int64_t i = 0; i < nr; ++i) yt[i] = kt.dot_f32(rowp[i], xt, cols);
-    }
+    gemm_(rowp, nr, x, cols, n_tok, cols, y + r0, rows);
   }
 }
 

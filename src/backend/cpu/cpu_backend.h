@@ -50,6 +50,7 @@ class CpuBackend final : public Backend {
     std::vector<float> vrow;    // max_head_dim
   };
   CpuBackendLimits lim_;
+  void (*gemm_)(const float* const*, int64_t, const float*, int64_t, int64_t, int64_t, float*, int64_t) = nullptr;
   ThreadPool pool_;
   std::vector<ThreadScratch> scratch_;
 };
