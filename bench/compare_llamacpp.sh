@@ -29,16 +29,18 @@ trap 'rm -rf "$OUT"' EXIT
 for model in "$@"; do
   for t in $THREADS; do
     for r in $(seq 1 "$ROUNDS"); do
-      "$BENCH" -m "$model" -t "$t" -p "$PROMPT" -n "$GEN" -r 1 -o json > "$OUT/l.json" 2>/dev/null
+      /usr/bin/time -f "%M" -o "$OUT/l.rss" "$BENCH" -m "$model" -t "$t" -p "$PROMPT" -n "$GEN" -r 1 -o json \
+        > "$OUT/l.json" 2>/dev/null
       "$LAYA" bench -m "$model" -t "$t" --prompt "$PROMPT" --gen "$GEN" --json > "$OUT/y.json"
-      python3 - "$model" "$t" "$r" "$OUT/l.json" "$OUT/y.json" >> "$OUT/rounds.tsv" <<'PY'
+      python3 - "$model" "$t" "$r" "$OUT/l.json" "$OUT/y.json" "$OUT/l.rss" >> "$OUT/rounds.tsv" <<'PY'
 import json, sys, os
-model, t, r, lp, yp = sys.argv[1:]
+model, t, r, lp, yp, rp = sys.argv[1:]
+lrss = float(open(rp).read().split()[-1]) / 1024.0
 l = json.load(open(lp)); y = json.load(open(yp))
 pp = next(e["avg_ts"] for e in l if e["n_prompt"] > 0 and e["n_gen"] == 0)
 tg = next(e["avg_ts"] for e in l if e["n_gen"] > 0 and e["n_prompt"] == 0)
 print("\t".join(map(str, [os.path.basename(model), t, r, pp, y["prefill_tok_s"], tg, y["decode_tok_s"],
-                          y["decode_ms_p50"], y["decode_ms_p99"], y["decode_gb_s"], y["peak_rss_mb"]])))
+                          y["decode_ms_p50"], y["decode_ms_p99"], y["decode_gb_s"], y["peak_rss_mb"], lrss])))
 PY
       tail -1 "$OUT/rounds.tsv" | awk -F'\t' '{printf "%s t=%s round %s: prefill llama.cpp %.1f laya %.1f (x%.2f) | decode llama.cpp %.1f laya %.1f (x%.2f) tok/s\n", $1,$2,$3,$4,$5,$5/$4,$6,$7,$7/$6}'
     done
@@ -52,11 +54,11 @@ groups = {}
 for r in rows:
     groups.setdefault((r[0], r[1]), []).append(r)
 print()
-print("| model | threads | prefill llama.cpp | prefill laya | ratio | decode llama.cpp | decode laya | ratio | laya p50 / p99 ms | laya GB/s | laya RSS MB |")
+print("| model | threads | prefill llama.cpp | prefill laya | ratio | decode llama.cpp | decode laya | ratio | laya p50 / p99 ms | laya GB/s | RSS MB llama.cpp / laya |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for (m, t), g in groups.items():
     f = lambda i: [float(x[i]) for x in g]
     pr = st.median([b / a for a, b in zip(f(3), f(4))]); dr = st.median([b / a for a, b in zip(f(5), f(6))])
     print(f"| {m} | {t} | {st.median(f(3)):.1f} | {st.median(f(4)):.1f} | {pr:.2f} | {st.median(f(5)):.1f} | "
-          f"{st.median(f(6)):.1f} | {dr:.2f} | {st.median(f(7)):.3f} / {st.median(f(8)):.3f} | {st.median(f(9)):.1f} | {st.median(f(10)):.0f} |")
+          f"{st.median(f(6)):.1f} | {dr:.2f} | {st.median(f(7)):.3f} / {st.median(f(8)):.3f} | {st.median(f(9)):.1f} | {st.median(f(11)):.0f} / {st.median(f(10)):.0f} |")
 PY
