@@ -272,31 +272,36 @@ void deq_b32(const void* src, float* dst, int64_t n) {
 
 // ---- K-quants ----------------------------------------------------------------------
 
-// The 8 six-bit scales and 8 mins of a Q4_K/Q5_K block, unpacked to bytes
-// (sc[0..7], m[0..7]) with 32-bit operations, then scaled by d / dmin in a
-// vector (the same float products as the reference's d * sc).
-inline void scales_mins_k4(const uint8_t* q, float d, float dmin, float* sc, float* mn) {
-  uint32_t u[3];
-  std::memcpy(u, q, 12);
-  constexpr uint32_t k1 = 0x3f3f3f3fu, k2 = 0x0f0f0f0fu, k3 = 0x03030303u;
-  uint32_t o[4];
-  o[0] = u[0] & k1;
-  o[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
-  o[2] = u[1] & k1;
-  o[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(o));
-  _mm256_storeu_ps(sc, _mm256_mul_ps(cvt(_mm256_cvtepu8_epi32(v)), _mm256_set1_ps(d)));
-  _mm256_storeu_ps(mn, _mm256_mul_ps(cvt(_mm256_cvtepu8_epi32(_mm_srli_si128(v, 8))), _mm256_set1_ps(dmin)));
+// The 8 six-bit scales and 8 mins of a Q4_K/Q5_K block times d / dmin (the
+// same float products as the reference's d * sc), written to sc[8] / mn[8].
+// Unpacked in registers with ggml's 32-bit mask formulas, one lane per output
+// word. dm points at the block's d (dmin follows it); 16 bytes are read at
+// scales (12 used, the rest is the block's qs).
+inline void scales_mins_k4(const uint16_t* dm, const uint8_t* scales, float* sc, float* mn) {
+  const __m128i u = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales));
+  const __m128i p = _mm_shuffle_epi32(u, _MM_SHUFFLE(2, 1, 2, 0));  // u0 u2 u1 u2
+  const __m128i q = _mm_shuffle_epi32(u, _MM_SHUFFLE(1, 1, 0, 0));  // u0 u0 u1 u1
+  const __m128i lo = _mm_and_si128(_mm_srlv_epi32(p, _mm_setr_epi32(0, 0, 0, 4)),
+                                   _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+  const __m128i hi = _mm_and_si128(_mm_srli_epi32(q, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+  const __m128i o = _mm_or_si128(lo, hi);  // sc0..7, m0..7 as bytes
+  uint32_t bits;
+  std::memcpy(&bits, dm, sizeof(bits));
+  const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(bits)));  // d, dmin, 0, 0
+  const __m256 d = _mm256_broadcastss_ps(f);
+  const __m256 dmin = _mm256_broadcastss_ps(_mm_movehdup_ps(f));
+  _mm256_store_ps(sc, _mm256_mul_ps(cvt(_mm256_cvtepu8_epi32(o)), d));
+  _mm256_store_ps(mn, _mm256_mul_ps(cvt(_mm256_cvtepu8_epi32(_mm_srli_si128(o, 8))), dmin));
 }
 
 // Q4_K / Q5_K: element 64*jj + l (l < 32) is the low nibble of qs[32*jj + l] with
 // scale 2*jj, element 64*jj + 32 + l the high nibble with scale 2*jj + 1.
 // The 5th bit of Q5_K is bit 2*jj (low) / 2*jj + 1 (high) of qh[l].
 template <bool kQ5, bool kStore>
-inline void kquant45_block(const uint8_t* scales, uint16_t dh, uint16_t dminh, const uint8_t* qs,
+inline void kquant45_block(const uint8_t* scales, const uint16_t* dm, const uint8_t* qs,
                            const uint8_t* qh, const float* x, float* y, __m256 acc[4]) {
   alignas(32) float sc[8], mn[8];
-  scales_mins_k4(scales, h2f(dh), h2f(dminh), sc, mn);
+  scales_mins_k4(dm, scales, sc, mn);
   const __m256i m4 = _mm256_set1_epi32(0x0F);
   const __m256i b16 = _mm256_set1_epi32(0x10);
   __m256i h[4];
@@ -335,7 +340,7 @@ float dot_row_q4_k(const void* w, const float* x, int64_t n) {
   const BlockQ4_K* b = static_cast<const BlockQ4_K*>(w);
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t i = 0; i < n / kQK_K; ++i)
-    kquant45_block<false, false>(b[i].scales, b[i].d, b[i].dmin, b[i].qs, nullptr, x + i * kQK_K, nullptr, acc);
+    kquant45_block<false, false>(b[i].scales, &b[i].d, b[i].qs, nullptr, x + i * kQK_K, nullptr, acc);
   return hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
 }
 
@@ -343,7 +348,7 @@ void deq_q4_k(const void* src, float* dst, int64_t n) {
   __m256 unused[4];  // not touched when dequantizing
   const BlockQ4_K* b = static_cast<const BlockQ4_K*>(src);
   for (int64_t i = 0; i < n / kQK_K; ++i)
-    kquant45_block<false, true>(b[i].scales, b[i].d, b[i].dmin, b[i].qs, nullptr, nullptr, dst + i * kQK_K,
+    kquant45_block<false, true>(b[i].scales, &b[i].d, b[i].qs, nullptr, nullptr, dst + i * kQK_K,
                           unused);
 }
 
@@ -351,7 +356,7 @@ float dot_row_q5_k(const void* w, const float* x, int64_t n) {
   const BlockQ5_K* b = static_cast<const BlockQ5_K*>(w);
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t i = 0; i < n / kQK_K; ++i)
-    kquant45_block<true, false>(b[i].scales, b[i].d, b[i].dmin, b[i].qs, b[i].qh, x + i * kQK_K, nullptr, acc);
+    kquant45_block<true, false>(b[i].scales, &b[i].d, b[i].qs, b[i].qh, x + i * kQK_K, nullptr, acc);
   return hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
 }
 
@@ -359,7 +364,7 @@ void deq_q5_k(const void* src, float* dst, int64_t n) {
   __m256 unused[4];  // not touched when dequantizing
   const BlockQ5_K* b = static_cast<const BlockQ5_K*>(src);
   for (int64_t i = 0; i < n / kQK_K; ++i)
-    kquant45_block<true, true>(b[i].scales, b[i].d, b[i].dmin, b[i].qs, b[i].qh, nullptr, dst + i * kQK_K,
+    kquant45_block<true, true>(b[i].scales, &b[i].d, b[i].qs, b[i].qh, nullptr, dst + i * kQK_K,
                          unused);
 }
 

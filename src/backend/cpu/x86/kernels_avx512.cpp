@@ -260,33 +260,34 @@ void deq_b32(const void* src, float* dst, int64_t n) {
 
 // ---- K-quants ----------------------------------------------------------------------
 
-// The 8 six-bit scales and 8 mins of a Q4_K/Q5_K block, unpacked to bytes
-// (sc[0..7], m[0..7]) with 32-bit operations, then scaled by d / dmin in a
-// vector (the same float products as the reference's d * sc).
-inline void scales_mins_k4(const uint8_t* q, float d, float dmin, float* scmn) {
-  uint32_t u[3];
-  std::memcpy(u, q, 12);
-  constexpr uint32_t k1 = 0x3f3f3f3fu, k2 = 0x0f0f0f0fu, k3 = 0x03030303u;
-  uint32_t o[4];
-  o[0] = u[0] & k1;
-  o[1] = (u[2] & k2) | (((u[0] >> 6) & k3) << 4);
-  o[2] = u[1] & k1;
-  o[3] = ((u[2] >> 4) & k2) | (((u[1] >> 6) & k3) << 4);
-  const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(o)));
-  const __m512 dd = _mm512_insertf32x8(_mm512_set1_ps(d), _mm256_set1_ps(dmin), 1);
-  _mm512_storeu_ps(scmn, _mm512_mul_ps(cvt(v), dd));
+// The 8 six-bit scales and 8 mins of a Q4_K/Q5_K block times d / dmin:
+// [d*sc0 .. d*sc7, dmin*m0 .. dmin*m7], the same float products as the
+// reference's. Unpacked in registers (ggml's 32-bit mask formulas, one lane per
+// output word): going through memory here stalls on store forwarding.
+// dm points at the block's d (dmin follows it); 16 bytes are read at scales
+// (12 used, the rest is the block's qs).
+inline __m512 k4_scales(const uint16_t* dm, const uint8_t* scales) {
+  const __m128i u = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales));
+  const __m128i p = _mm_shuffle_epi32(u, _MM_SHUFFLE(2, 1, 2, 0));  // u0 u2 u1 u2
+  const __m128i q = _mm_shuffle_epi32(u, _MM_SHUFFLE(1, 1, 0, 0));  // u0 u0 u1 u1
+  const __m128i lo = _mm_and_si128(_mm_srlv_epi32(p, _mm_setr_epi32(0, 0, 0, 4)),
+                                   _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f));
+  const __m128i hi = _mm_and_si128(_mm_srli_epi32(q, 2), _mm_setr_epi32(0, 0x30303030, 0, 0x30303030));
+  const __m128i o = _mm_or_si128(lo, hi);  // sc0..7, m0..7 as bytes
+  uint32_t bits;
+  std::memcpy(&bits, dm, sizeof(bits));
+  const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(bits)));  // d, dmin, 0, 0
+  const __m512 dd = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                                          _mm512_castps128_ps512(f));
+  return _mm512_mul_ps(cvt(_mm512_cvtepu8_epi32(o)), dd);
 }
 
 // Q4_K / Q5_K: element 64*jj + l (l < 32) is the low nibble of qs[32*jj + l] with
 // scale 2*jj, element 64*jj + 32 + l the high nibble with scale 2*jj + 1.
 // The 5th bit of Q5_K is bit 2*jj (low) / 2*jj + 1 (high) of qh[l].
 template <bool kQ5, bool kStore>
-inline void kquant45_block(const uint8_t* scales, uint16_t dh, uint16_t dminh, const uint8_t* qs,
-                           const uint8_t* qh, const float* x, float* y, __m512 acc[4]) {
-  alignas(64) float scmn[16];
-  scales_mins_k4(scales, h2f(dh), h2f(dminh), scmn);
-  const float* sc = scmn;
-  const float* mn = scmn + 8;
+inline void kquant45_block(const float* sm, const uint8_t* qs, const uint8_t* qh, const float* x, float* y,
+                           __m512 acc[4]) {
   const __m512i m4 = _mm512_set1_epi32(0x0F);
   const __m512i b16 = _mm512_set1_epi32(0x10);
   __m128i h[2];
@@ -295,15 +296,8 @@ inline void kquant45_block(const uint8_t* scales, uint16_t dh, uint16_t dminh, c
     h[1] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qh + 16));
   }
   for (int jj = 0; jj < 4; ++jj) {
-    // Measured: register permutes are faster for Q4_K, memory broadcasts for Q5_K.
-    __m512 d1, m1, d2, m2;
-    if constexpr (kQ5) {
-      d1 = bcast(sc + 2 * jj), m1 = bcast(mn + 2 * jj);
-      d2 = bcast(sc + 2 * jj + 1), m2 = bcast(mn + 2 * jj + 1);
-    } else {
-      d1 = _mm512_set1_ps(sc[2 * jj]), m1 = _mm512_set1_ps(mn[2 * jj]);
-      d2 = _mm512_set1_ps(sc[2 * jj + 1]), m2 = _mm512_set1_ps(mn[2 * jj + 1]);
-    }
+    const __m512 d1 = bcast(sm + 2 * jj), m1 = bcast(sm + 8 + 2 * jj);
+    const __m512 d2 = bcast(sm + 2 * jj + 1), m2 = bcast(sm + 9 + 2 * jj);
     const uint8_t* q = qs + 32 * jj;
     for (int c = 0; c < 2; ++c) {
       const __m512i v = load16_u8(q + 16 * c);
@@ -334,36 +328,85 @@ inline float reduce4(const __m512 acc[4]) {
   return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
 }
 
-float dot_row_q4_k(const void* w, const float* x, int64_t n) {
+// Q4_K by table lookup: the 16 possible values d1*q - m1 of a sub-block are
+// computed once (the reference's exact float values), and vpermps picks them
+// with the low 4 bits of each index lane, replacing mask + convert + fmsub.
+// Q4_K by table lookup: the 16 possible values d1*q - m1 of a sub-block are
+// computed once (the reference's exact float values), and vpermps picks them
+// with the low 4 bits of each index lane, replacing mask + convert + fmsub.
+// The scales of block i+1 are stored while block i is processed, so the
+// broadcasts load from L1 instead of waiting on store forwarding (and keep the
+// shuffle port, the bottleneck here, free).
+template <bool kStore>
+inline void q4k_lut_block(const BlockQ4_K& b, const float* sm, const float* x, float* y, __m512 acc[4]) {
+  const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (int jj = 0; jj < 4; ++jj) {
+    const __m512 ta = _mm512_fmsub_ps(iota, bcast(sm + 2 * jj), bcast(sm + 8 + 2 * jj));
+    const __m512 tb = _mm512_fmsub_ps(iota, bcast(sm + 2 * jj + 1), bcast(sm + 9 + 2 * jj));
+    const uint8_t* q = b.qs + 32 * jj;
+    for (int c = 0; c < 2; ++c) {
+      const __m512i v = load16_u8(q + 16 * c);
+      const __m512 wlo = _mm512_permutexvar_ps(v, ta);
+      const __m512 whi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), tb);
+      const int e = 64 * jj + 16 * c;
+      if constexpr (kStore) {
+        _mm512_storeu_ps(y + e, wlo);
+        _mm512_storeu_ps(y + e + 32, whi);
+      } else {
+        acc[c] = _mm512_fmadd_ps(wlo, _mm512_loadu_ps(x + e), acc[c]);
+        acc[2 + c] = _mm512_fmadd_ps(whi, _mm512_loadu_ps(x + e + 32), acc[2 + c]);
+      }
+    }
+  }
+}
+
+template <bool kStore>
+inline void q4k_lut_row(const void* w, const float* x, float* y, int64_t n, __m512 acc[4]) {
   const BlockQ4_K* b = static_cast<const BlockQ4_K*>(w);
+  const int64_t nb = n / kQK_K;
+  if (nb == 0) return;
+  alignas(64) float sm[2][16];
+  _mm512_store_ps(sm[0], k4_scales(&b[0].d, b[0].scales));
+  for (int64_t i = 0; i < nb; ++i) {
+    if (i + 1 < nb) _mm512_store_ps(sm[(i + 1) & 1], k4_scales(&b[i + 1].d, b[i + 1].scales));
+    q4k_lut_block<kStore>(b[i], sm[i & 1], kStore ? nullptr : x + i * kQK_K, kStore ? y + i * kQK_K : nullptr, acc);
+  }
+}
+
+float dot_row_q4_k(const void* w, const float* x, int64_t n) {
   __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-  for (int64_t i = 0; i < n / kQK_K; ++i)
-    kquant45_block<false, false>(b[i].scales, b[i].d, b[i].dmin, b[i].qs, nullptr, x + i * kQK_K, nullptr, acc);
+  q4k_lut_row<false>(w, x, nullptr, n, acc);
   return reduce4(acc);
 }
 
 void deq_q4_k(const void* src, float* dst, int64_t n) {
-  __m512 unused[4];  // not touched when dequantizing
-  const BlockQ4_K* b = static_cast<const BlockQ4_K*>(src);
-  for (int64_t i = 0; i < n / kQK_K; ++i)
-    kquant45_block<false, true>(b[i].scales, b[i].d, b[i].dmin, b[i].qs, nullptr, nullptr, dst + i * kQK_K,
-                          unused);
+  __m512 unused[4];
+  q4k_lut_row<true>(src, nullptr, dst, n, unused);
+}
+
+template <bool kStore>
+inline void q5k_row(const void* w, const float* x, float* y, int64_t n, __m512 acc[4]) {
+  const BlockQ5_K* b = static_cast<const BlockQ5_K*>(w);
+  const int64_t nb = n / kQK_K;
+  if (nb == 0) return;
+  alignas(64) float sm[2][16];  // scales of this block and the next (see q4k_lut_row)
+  _mm512_store_ps(sm[0], k4_scales(&b[0].d, b[0].scales));
+  for (int64_t i = 0; i < nb; ++i) {
+    if (i + 1 < nb) _mm512_store_ps(sm[(i + 1) & 1], k4_scales(&b[i + 1].d, b[i + 1].scales));
+    kquant45_block<true, kStore>(sm[i & 1], b[i].qs, b[i].qh, kStore ? nullptr : x + i * kQK_K,
+                                 kStore ? y + i * kQK_K : nullptr, acc);
+  }
 }
 
 float dot_row_q5_k(const void* w, const float* x, int64_t n) {
-  const BlockQ5_K* b = static_cast<const BlockQ5_K*>(w);
   __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-  for (int64_t i = 0; i < n / kQK_K; ++i)
-    kquant45_block<true, false>(b[i].scales, b[i].d, b[i].dmin, b[i].qs, b[i].qh, x + i * kQK_K, nullptr, acc);
+  q5k_row<false>(w, x, nullptr, n, acc);
   return reduce4(acc);
 }
 
 void deq_q5_k(const void* src, float* dst, int64_t n) {
-  __m512 unused[4];  // not touched when dequantizing
-  const BlockQ5_K* b = static_cast<const BlockQ5_K*>(src);
-  for (int64_t i = 0; i < n / kQK_K; ++i)
-    kquant45_block<true, true>(b[i].scales, b[i].d, b[i].dmin, b[i].qs, b[i].qh, nullptr, dst + i * kQK_K,
-                         unused);
+  __m512 unused[4];
+  q5k_row<true>(src, nullptr, dst, n, unused);
 }
 
 // Q6_K: per 128 elements, l < 32: q1 = ql[l] low | qh[l] bits 0-1, q2 = ql[l+32] low |
@@ -372,12 +415,14 @@ void deq_q5_k(const void* src, float* dst, int64_t n) {
 // Unpacked on bytes: with Q = [qh | qh >> 2] (64 bytes), lo = (ql & 15) | ((Q << 4) & 0x30)
 // holds elements 0..63 of the half in order, hi = (ql >> 4 & 15) | (Q & 0x30) elements
 // 64..127; 16 bytes = 16 elements with one scale.
+// d * scales[k] for the 16 sub-blocks of a Q6_K block.
+inline __m512 q6k_scales(const BlockQ6_K& b) {
+  return _mm512_mul_ps(cvt(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)))),
+                       _mm512_set1_ps(h2f(b.d)));
+}
+
 template <bool kStore>
-inline void q6k_block(const BlockQ6_K& b, const float* x, float* y, __m512 acc[4]) {
-  const float d = h2f(b.d);
-  alignas(64) float ds[16];
-  _mm512_store_ps(ds, _mm512_mul_ps(cvt(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)))),
-                                    _mm512_set1_ps(d)));
+inline void q6k_block(const BlockQ6_K& b, const float* ds, const float* x, float* y, __m512 acc[4]) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512i m30 = _mm512_set1_epi8(0x30);
   const __m512i k32 = _mm512_set1_epi8(32);
@@ -410,17 +455,28 @@ inline void q6k_block(const BlockQ6_K& b, const float* x, float* y, __m512 acc[4
   }
 }
 
-float dot_row_q6_k(const void* w, const float* x, int64_t n) {
+template <bool kStore>
+inline void q6k_row(const void* w, const float* x, float* y, int64_t n, __m512 acc[4]) {
   const BlockQ6_K* b = static_cast<const BlockQ6_K*>(w);
+  const int64_t nb = n / kQK_K;
+  if (nb == 0) return;
+  alignas(64) float ds[2][16];  // scales of this block and the next (see q4k_lut_row)
+  _mm512_store_ps(ds[0], q6k_scales(b[0]));
+  for (int64_t i = 0; i < nb; ++i) {
+    if (i + 1 < nb) _mm512_store_ps(ds[(i + 1) & 1], q6k_scales(b[i + 1]));
+    q6k_block<kStore>(b[i], ds[i & 1], kStore ? nullptr : x + i * kQK_K, kStore ? y + i * kQK_K : nullptr, acc);
+  }
+}
+
+float dot_row_q6_k(const void* w, const float* x, int64_t n) {
   __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-  for (int64_t i = 0; i < n / kQK_K; ++i) q6k_block<false>(b[i], x + i * kQK_K, nullptr, acc);
+  q6k_row<false>(w, x, nullptr, n, acc);
   return reduce4(acc);
 }
 
 void deq_q6_k(const void* src, float* dst, int64_t n) {
-  __m512 unused[4];  // not touched when dequantizing
-  const BlockQ6_K* b = static_cast<const BlockQ6_K*>(src);
-  for (int64_t i = 0; i < n / kQK_K; ++i) q6k_block<true>(b[i], nullptr, dst + i * kQK_K, unused);
+  __m512 unused[4];
+  q6k_row<true>(src, nullptr, dst, n, unused);
 }
 
 inline void set(KernelTable& t, DType type, DequantizeRowFn deq, DotRowFn dot) {
