@@ -32,6 +32,13 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
   lim.max_ctx = o.n_ctx;
   lim.max_head_dim = hp.head_dim;
   e->backend_ = std::make_unique<CpuBackend>(lim);
+  if (o.pack_weights) {
+    const ModelWeights& w = e->model_->weights();
+    std::vector<const Tensor*> mats = {&w.output};
+    for (const auto& L : w.layers)
+      for (const Tensor* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) mats.push_back(t);
+    e->packed_bytes_ = e->backend_->pack(mats);
+  }
   e->scratch_ = std::make_unique<ForwardScratch>(hp, o.n_batch);
   e->logits_.assign(static_cast<size_t>(hp.n_vocab), 0.0f);
 

@@ -26,6 +26,10 @@ struct EngineOptions {
   // F32 by default: an F16 cache alone costs ~7e-4 relative logit error
   // (measured on the reference models), the whole budget of the default mode.
   DType kv_type = DType::F32;  // F32 or F16
+  // Repack Q8_0 matrices for the AVX-512 VNNI decode kernels (two-term int8
+  // activations, ~15 bits); the file pages are released. false: file layout
+  // and float32 activations everywhere.
+  bool pack_weights = true;
 };
 
 class Sequence {
@@ -67,6 +71,8 @@ class Engine {
 
   // Logits (n_vocab) of the last token of the last prefill/decode.
   const float* logits() const { return logits_.data(); }
+  // Bytes of weights repacked for the backend's fast decode path.
+  size_t packed_bytes() const { return packed_bytes_; }
 
  private:
   Engine() = default;
@@ -77,6 +83,7 @@ class Engine {
   std::vector<float> rope_cos_, rope_sin_;
   RopeTable rope_;
   std::vector<float> logits_;
+  size_t packed_bytes_ = 0;
 };
 
 }  // namespace laya

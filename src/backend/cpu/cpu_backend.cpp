@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
@@ -39,14 +42,68 @@ CpuBackend::CpuBackend(const CpuBackendLimits& lim) : lim_(lim), pool_(lim.n_thr
   }
   // Resolve the ISA once, outside any hot path.
   gemm_ = cpu::gemm_tile_for(cpu::kernels().isa);
+  const size_t mc = static_cast<size_t>(std::max<int64_t>(lim.max_cols, 32));
+  qx_hi_.resize(mc);
+  qx_lo_.resize(mc);
+  qx_d_.resize(mc / 32 + 1);
+  qx_corr_.resize(mc / 32 + 1);
+  qx_ = cpu::QuantizedX{0, qx_hi_.data(), qx_lo_.data(), qx_d_.data(), qx_corr_.data()};
 }
 
-CpuBackend::~CpuBackend() = default;
+CpuBackend::~CpuBackend() { std::free(packed_buf_); }
+
+size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices) {
+  packed_matvec_ = cpu::packed_matvec_best();
+  quantize_x_ = cpu::quantize_x_best();
+  if (!packed_matvec_ || packed_buf_) return 0;
+  std::vector<const Tensor*> todo;
+  size_t total = 0;
+  for (const Tensor* t : matrices) {
+    if (!t->present() || !cpu::packable(*t) || t->cols() > lim_.max_cols) continue;
+    bool dup = false;
+    for (const Tensor* u : todo) dup |= u->data == t->data;  // tied embeddings
+    if (dup) continue;
+    todo.push_back(t);
+    total += cpu::packed_bytes(*t);
+  }
+  if (todo.empty()) return 0;
+  packed_buf_ = static_cast<uint8_t*>(std::aligned_alloc(64, (total + 63) / 64 * 64));
+  if (!packed_buf_) return 0;  // keep the file layout
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  size_t off = 0;
+  for (const Tensor* t : todo) {
+    cpu::PackedMatrix m;
+    cpu::pack_q8_0(*t, packed_buf_ + off, &m);
+    off += cpu::packed_bytes(*t);
+    packed_.emplace(t->data, m);
+    // Give back the file pages wholly inside this tensor (they are clean and
+    // file-backed: a later read, e.g. an embedding row, faults them back in).
+    const uintptr_t b = (reinterpret_cast<uintptr_t>(t->data) + page - 1) / page * page;
+    const uintptr_t e = (reinterpret_cast<uintptr_t>(t->data) + t->nbytes) / page * page;
+    if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+  }
+  return total;
+}
 
 const char* CpuBackend::name() const { return "cpu"; }
 
 void CpuBackend::matmul_rows(const Tensor& w, const float* x, int64_t n_tok, float* y, int64_t b, int64_t e, int ti) {
   const int64_t rows = w.rows(), cols = w.cols();
+  if (const cpu::PackedMatrix* pm = packed(w)) {
+    // Row ranges are multiples of kTileRows == kPackRows (see matmul_group).
+    if (n_tok == 1) {
+      packed_matvec_(*pm, b / cpu::kPackRows, (e + cpu::kPackRows - 1) / cpu::kPackRows, qx_, y);
+      return;
+    }
+    float* tile = scratch_[static_cast<size_t>(ti)].tile.data();
+    const float* rowp[kTileRows];
+    for (int64_t i = 0; i < kTileRows; ++i) rowp[i] = tile + i * cols;
+    for (int64_t r0 = b; r0 < e; r0 += kTileRows) {
+      cpu::dequantize_group(*pm, r0 / kTileRows, tile);
+      gemm_(rowp, std::min<int64_t>(kTileRows, e - r0), x, cols, n_tok, cols, y + r0, rows);
+    }
+    return;
+  }
   const size_t stride = w.row_stride();
   const cpu::KernelTable& kt = cpu::kernels();
   const auto type = static_cast<uint32_t>(w.type);
@@ -85,8 +142,14 @@ void CpuBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* x,
   // The matrices' rows are laid end to end and split evenly across threads,
   // in tiles so a thread's share of each matrix stays contiguous.
   int64_t total = 0;
-  for (int i = 0; i < n_outs; ++i) total += outs[i].w->rows();
-  const int64_t grain = n_tok == 1 ? 16 : kTileRows;
+  bool any_packed = false;
+  for (int i = 0; i < n_outs; ++i) {
+    total += outs[i].w->rows();
+    any_packed |= packed(*outs[i].w) != nullptr;
+  }
+  if (any_packed && n_tok == 1) quantize_x_(x, outs[0].w->cols(), &qx_);
+  static_assert(kTileRows == cpu::kPackRows, "packed groups are tiles");
+  const int64_t grain = 16;
   run_on_pool(pool_, [&](int ti, int nt) {
     int64_t b, e;
     split(total, ti, nt, grain, &b, &e);

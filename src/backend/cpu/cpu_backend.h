@@ -3,9 +3,11 @@
 #pragma once
 
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/packed.h"
 #include "core/thread_pool.h"
 
 namespace laya {
@@ -37,6 +39,12 @@ class CpuBackend final : public Backend {
 
   ThreadPool& pool() { return pool_; }
 
+  // Repacks the Q8_0 matrices among `matrices` into the VNNI decode layout
+  // (cpu/packed.h) when this CPU has the fast path, and hands the file pages
+  // they came from back to the OS, so the weights are not held twice.
+  // Returns the bytes packed (0 when there is no fast path).
+  size_t pack(const std::vector<const Tensor*>& matrices);
+
   // Rows dequantized at a time per thread in a multi-token matmul.
   static constexpr int64_t kTileRows = 16;
 
@@ -49,7 +57,22 @@ class CpuBackend final : public Backend {
     std::vector<float> scores;  // max_ctx
     std::vector<float> vrow;    // max_head_dim
   };
+  const cpu::PackedMatrix* packed(const Tensor& w) const {
+    if (packed_.empty()) return nullptr;
+    auto it = packed_.find(w.data);
+    return it == packed_.end() ? nullptr : &it->second;
+  }
+
   CpuBackendLimits lim_;
+  std::unordered_map<const uint8_t*, cpu::PackedMatrix> packed_;
+  uint8_t* packed_buf_ = nullptr;
+  cpu::PackedMatvecFn packed_matvec_ = nullptr;
+  cpu::QuantizeXFn quantize_x_ = cpu::quantize_x;
+  // The current decode input, quantized once per matmul_group.
+  std::vector<int8_t> qx_hi_, qx_lo_;
+  std::vector<float> qx_d_;
+  std::vector<int32_t> qx_corr_;
+  cpu::QuantizedX qx_;
   void (*gemm_)(const float* const*, int64_t, const float*, int64_t, int64_t, int64_t, float*, int64_t) = nullptr;
   ThreadPool pool_;
   std::vector<ThreadScratch> scratch_;

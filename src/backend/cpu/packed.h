@@ -1,0 +1,69 @@
+// Decode-optimised weight layout for Q8_0 matrices ("packed"): 16 rows
+// interleaved so one 512-bit register holds 4 consecutive weights of 16 rows,
+// and the activations are broadcast. With AVX-512 VNNI one vpdpbusd then does
+// 64 multiply-adds, and no horizontal sums are needed.
+//
+// Accuracy: activations are quantized per 32-block in two int8 terms,
+// x ≈ d·(hi + lo/128) (|lo| ≤ 64), i.e. ~15 bits — unlike llama.cpp's single
+// int8 term, the error stays far below the weights' own quantization error.
+//
+// Layout of one group of 16 rows, nb = cols / 32 blocks:
+//   scales: nb × 16 fp16 (row r's block scale), padded to 64 bytes
+//   quants: nb × [8 quads][16 rows][4] uint8 = w + 128
+// The packed copy replaces the file mapping's pages (MADV_DONTNEED after
+// packing), so the weights are not held twice.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "model/tensor.h"
+
+namespace laya::cpu {
+
+constexpr int64_t kPackRows = 16;
+
+struct PackedMatrix {
+  int64_t rows = 0, cols = 0, nb = 0;
+  size_t scale_bytes = 0;  // per group, padded
+  size_t group_bytes = 0;
+  uint8_t* data = nullptr;  // 64-byte aligned, owned by the PackedSet
+  const uint8_t* group(int64_t g) const { return data + static_cast<size_t>(g) * group_bytes; }
+};
+
+// Activations of one token, quantized for the packed kernels.
+struct QuantizedX {
+  int64_t nb = 0;
+  int8_t* hi = nullptr;     // nb * 32
+  int8_t* lo = nullptr;     // nb * 32
+  float* d = nullptr;       // nb: scale / 128 (folded)
+  int32_t* corr = nullptr;  // nb: 128 * (128 * Σhi + Σlo), the w+128 offset
+};
+
+bool packable(const Tensor& t);
+size_t packed_bytes(const Tensor& t);
+// Packs t (Q8_0, rows % 16 == 0, cols % 32 == 0) into dst (packed_bytes(t), 64-aligned).
+void pack_q8_0(const Tensor& t, uint8_t* dst, PackedMatrix* out);
+// 16 rows of group g, dequantized: out (16, cols). Exactly dequantize_row's values.
+void dequantize_group(const PackedMatrix& m, int64_t g, float* out);
+// x (cols floats) → q (buffers of nb blocks, preallocated by the caller).
+void quantize_x(const float* x, int64_t cols, QuantizedX* q);
+using QuantizeXFn = void (*)(const float* x, int64_t cols, QuantizedX* q);
+#if defined(LAYA_HAVE_X86)
+void quantize_x_avx512(const float* x, int64_t cols, QuantizedX* q);
+#endif
+// Matches packed_matvec_best() (scalar quantize_x when there is no fast path).
+QuantizeXFn quantize_x_best();
+
+using PackedMatvecFn = void (*)(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
+// y[g*16 .. g_end*16) for groups [g_begin, g_end).
+void packed_matvec_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
+#if defined(LAYA_HAVE_X86)
+void packed_matvec_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
+#endif
+// The fastest available; nullptr when the CPU has no fast path (then the
+// backend keeps using the file layout and float kernels).
+PackedMatvecFn packed_matvec_best();
+
+}  // namespace laya::cpu

@@ -1,0 +1,69 @@
+// AVX-512 VNNI matrix-vector product over packed Q8_0 weights (packed.h).
+#include <immintrin.h>
+
+#include "backend/cpu/packed.h"
+
+namespace laya::cpu {
+
+void packed_matvec_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y) {
+  const int64_t nb = m.nb;
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    const uint8_t* gp = m.group(g);
+    const uint8_t* quants = gp + m.scale_bytes;
+    if (g + 1 < g_end) _mm_prefetch(reinterpret_cast<const char*>(m.group(g + 1)), _MM_HINT_T0);
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* qb = quants + b * 512;
+      const int32_t* xh = reinterpret_cast<const int32_t*>(x.hi + b * 32);
+      const int32_t* xl = reinterpret_cast<const int32_t*>(x.lo + b * 32);
+      __m512i h0 = _mm512_setzero_si512(), h1 = _mm512_setzero_si512();
+      __m512i l0 = _mm512_setzero_si512(), l1 = _mm512_setzero_si512();
+      for (int j = 0; j < 8; j += 2) {
+        const __m512i w0 = _mm512_load_si512(qb + j * 64);
+        const __m512i w1 = _mm512_load_si512(qb + (j + 1) * 64);
+        h0 = _mm512_dpbusd_epi32(h0, w0, _mm512_set1_epi32(xh[j]));
+        l0 = _mm512_dpbusd_epi32(l0, w0, _mm512_set1_epi32(xl[j]));
+        h1 = _mm512_dpbusd_epi32(h1, w1, _mm512_set1_epi32(xh[j + 1]));
+        l1 = _mm512_dpbusd_epi32(l1, w1, _mm512_set1_epi32(xl[j + 1]));
+      }
+      __m512i s = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(h0, h1), 7), _mm512_add_epi32(l0, l1));
+      s = _mm512_sub_epi32(s, _mm512_set1_epi32(x.corr[b]));
+      const __m512 sc = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(gp + b * 32)));
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(sc, _mm512_set1_ps(x.d[b])), acc);
+    }
+    _mm512_storeu_ps(y + g * kPackRows, acc);
+  }
+}
+
+}  // namespace laya::cpu
+
+namespace laya::cpu {
+
+void quantize_x_avx512(const float* x, int64_t cols, QuantizedX* q) {
+  q->nb = cols / 32;
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  for (int64_t b = 0; b < q->nb; ++b) {
+    const __m512 x0 = _mm512_loadu_ps(x + b * 32), x1 = _mm512_loadu_ps(x + b * 32 + 16);
+    const __m512 ax = _mm512_max_ps(_mm512_andnot_ps(sign, x0), _mm512_andnot_ps(sign, x1));
+    const float amax = _mm512_reduce_max_ps(ax);
+    const float d = amax / 127.0f;
+    const float idf = d > 0 ? 1.0f / d : 0.0f;
+    const __m512 id = _mm512_set1_ps(idf), dv = _mm512_set1_ps(d), id128 = _mm512_set1_ps(idf * 128.0f);
+    const __m512i h0 = _mm512_cvtps_epi32(_mm512_mul_ps(x0, id));
+    const __m512i h1 = _mm512_cvtps_epi32(_mm512_mul_ps(x1, id));
+    const __m512 r0 = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(h0), dv, x0);
+    const __m512 r1 = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(h1), dv, x1);
+    const __m512i l0 = _mm512_cvtps_epi32(_mm512_mul_ps(r0, id128));
+    const __m512i l1 = _mm512_cvtps_epi32(_mm512_mul_ps(r1, id128));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->hi + b * 32), _mm512_cvtsepi32_epi8(h0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->hi + b * 32 + 16), _mm512_cvtsepi32_epi8(h1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->lo + b * 32), _mm512_cvtsepi32_epi8(l0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q->lo + b * 32 + 16), _mm512_cvtsepi32_epi8(l1));
+    const int32_t shi = _mm512_reduce_add_epi32(_mm512_add_epi32(h0, h1));
+    const int32_t slo = _mm512_reduce_add_epi32(_mm512_add_epi32(l0, l1));
+    q->d[b] = d / 128.0f;
+    q->corr[b] = 128 * (128 * shi + slo);
+  }
+}
+
+}  // namespace laya::cpu

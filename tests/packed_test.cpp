@@ -1,0 +1,113 @@
+// Packed Q8_0 layout and its VNNI matvec against the file-layout scalar kernels.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/packed.h"
+#include "core/fp16.h"
+
+namespace laya::cpu {
+namespace {
+
+struct Fixture {
+  std::vector<uint8_t> file;  // Q8_0 rows
+  Tensor t;
+};
+
+Fixture random_q8(int64_t rows, int64_t cols, std::mt19937& rng) {
+  Fixture f;
+  const int64_t nb = cols / 32;
+  f.file.resize(static_cast<size_t>(rows * nb) * sizeof(BlockQ8_0));
+  std::uniform_int_distribution<int> q(-127, 127);
+  std::uniform_real_distribution<float> d(1e-4f, 2e-2f);
+  auto* blk = reinterpret_cast<BlockQ8_0*>(f.file.data());
+  for (int64_t i = 0; i < rows * nb; ++i) {
+    blk[i].d = f32_to_fp16(d(rng));
+    for (auto& v : blk[i].qs) v = static_cast<int8_t>(q(rng));
+  }
+  f.t.type = DType::Q8_0;
+  f.t.n_dims = 2;
+  f.t.ne[0] = cols;
+  f.t.ne[1] = rows;
+  f.t.data = f.file.data();
+  f.t.nbytes = f.file.size();
+  return f;
+}
+
+struct XBuf {
+  std::vector<int8_t> hi, lo;
+  std::vector<float> d;
+  std::vector<int32_t> corr;
+  QuantizedX q;
+  explicit XBuf(int64_t cols) : hi(cols), lo(cols), d(cols / 32), corr(cols / 32) {
+    q.hi = hi.data(); q.lo = lo.data(); q.d = d.data(); q.corr = corr.data();
+  }
+};
+
+TEST(KernelPacked, DequantizeGroupEqualsFileLayout) {
+  std::mt19937 rng(1);
+  Fixture f = random_q8(48, 96, rng);
+  std::vector<uint8_t, std::allocator<uint8_t>> buf(packed_bytes(f.t) + 64);
+  uint8_t* p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
+  PackedMatrix m;
+  pack_q8_0(f.t, p, &m);
+  std::vector<float> got(16 * 96), want(96);
+  for (int64_t g = 0; g < 3; ++g) {
+    dequantize_group(m, g, got.data());
+    for (int64_t r = 0; r < 16; ++r) {
+      kernels_for(Isa::kScalar)->dequantize_row[static_cast<uint32_t>(DType::Q8_0)](f.t.row(g * 16 + r), want.data(), 96);
+      for (int k = 0; k < 96; ++k) ASSERT_EQ(got[static_cast<size_t>(r * 96 + k)], want[static_cast<size_t>(k)]);
+    }
+  }
+}
+
+TEST(KernelPacked, MatvecMatchesFloatReference) {
+  std::mt19937 rng(2);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (int64_t cols : {32, 64, 896, 1024}) {
+    const int64_t rows = 64;
+    Fixture f = random_q8(rows, cols, rng);
+    std::vector<uint8_t> buf(packed_bytes(f.t) + 64);
+    uint8_t* p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
+    PackedMatrix m;
+    pack_q8_0(f.t, p, &m);
+    std::vector<float> x(static_cast<size_t>(cols));
+    for (auto& v : x) v = nd(rng) * (nd(rng) > 1.5f ? 20.f : 1.f);  // a few outliers
+    XBuf xb(cols);
+    quantize_x(x.data(), cols, &xb.q);
+    std::vector<float> ys(static_cast<size_t>(rows)), yv(static_cast<size_t>(rows));
+    packed_matvec_scalar(m, 0, rows / 16, xb.q, ys.data());
+    PackedMatvecFn fast = packed_matvec_best();
+    XBuf xf(cols);
+    quantize_x_best()(x.data(), cols, &xf.q);
+    for (int64_t i = 0; i < cols; ++i) {  // SIMD quantizer: same ints (ties may round apart by one)
+      ASSERT_LE(std::abs(xf.hi[static_cast<size_t>(i)] - xb.hi[static_cast<size_t>(i)]), 1);
+    }
+    if (fast) fast(m, 0, rows / 16, xf.q, yv.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      const double ref = kernels_for(Isa::kScalar)->dot_row[static_cast<uint32_t>(DType::Q8_0)](f.t.row(r), x.data(), cols);
+      // Error bound of two-term activations: each element is off by at most
+      // amax(block) / 127 / 256, plus float rounding.
+      double mag = 0, bound = 0;
+      std::vector<float> w(static_cast<size_t>(cols));
+      kernels_for(Isa::kScalar)->dequantize_row[static_cast<uint32_t>(DType::Q8_0)](f.t.row(r), w.data(), cols);
+      for (int64_t b = 0; b < cols / 32; ++b) {
+        double amax = 0;
+        for (int k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(static_cast<double>(x[static_cast<size_t>(b * 32 + k)])));
+        for (int k = 0; k < 32; ++k) {
+          const size_t i = static_cast<size_t>(b * 32 + k);
+          mag += std::fabs(w[i] * x[i]);
+          bound += std::fabs(w[i]) * amax / (127.0 * 256.0);
+        }
+      }
+      EXPECT_NEAR(ys[static_cast<size_t>(r)], ref, 1.01 * bound + 1e-6 * mag) << "cols " << cols << " row " << r;
+      if (fast) EXPECT_NEAR(yv[static_cast<size_t>(r)], ref, 1.01 * bound + 1e-6 * mag) << "vnni row " << r;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace laya::cpu
