@@ -298,10 +298,10 @@ inline void scales_mins_k4(const uint16_t* dm, const uint8_t* scales, float* sc,
 // scale 2*jj, element 64*jj + 32 + l the high nibble with scale 2*jj + 1.
 // The 5th bit of Q5_K is bit 2*jj (low) / 2*jj + 1 (high) of qh[l].
 template <bool kQ5, bool kStore>
-inline void kquant45_block(const uint8_t* scales, const uint16_t* dm, const uint8_t* qs,
-                           const uint8_t* qh, const float* x, float* y, __m256 acc[4]) {
-  alignas(32) float sc[8], mn[8];
-  scales_mins_k4(dm, scales, sc, mn);
+inline void kquant45_block(const float* sm, const uint8_t* qs, const uint8_t* qh, const float* x, float* y,
+                           __m256 acc[4]) {
+  const float* sc = sm;
+  const float* mn = sm + 8;
   const __m256i m4 = _mm256_set1_epi32(0x0F);
   const __m256i b16 = _mm256_set1_epi32(0x10);
   __m256i h[4];
@@ -336,36 +336,44 @@ inline void kquant45_block(const uint8_t* scales, const uint16_t* dm, const uint
   }
 }
 
+// Row drivers: the scales of block i+1 are unpacked and stored while block i is
+// processed, so its broadcasts load from L1 instead of waiting on store forwarding.
+template <class Block, bool kQ5, bool kStore>
+inline void kquant45_row(const void* w, const float* x, float* y, int64_t n, __m256 acc[4]) {
+  const Block* b = static_cast<const Block*>(w);
+  const int64_t nb = n / kQK_K;
+  if (nb == 0) return;
+  alignas(32) float sm[2][16];
+  scales_mins_k4(&b[0].d, b[0].scales, sm[0], sm[0] + 8);
+  for (int64_t i = 0; i < nb; ++i) {
+    if (i + 1 < nb) scales_mins_k4(&b[i + 1].d, b[i + 1].scales, sm[(i + 1) & 1], sm[(i + 1) & 1] + 8);
+    const uint8_t* qh = nullptr;
+    if constexpr (kQ5) qh = b[i].qh;
+    kquant45_block<kQ5, kStore>(sm[i & 1], b[i].qs, qh, kStore ? nullptr : x + i * kQK_K,
+                                kStore ? y + i * kQK_K : nullptr, acc);
+  }
+}
+
 float dot_row_q4_k(const void* w, const float* x, int64_t n) {
-  const BlockQ4_K* b = static_cast<const BlockQ4_K*>(w);
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  for (int64_t i = 0; i < n / kQK_K; ++i)
-    kquant45_block<false, false>(b[i].scales, &b[i].d, b[i].qs, nullptr, x + i * kQK_K, nullptr, acc);
+  kquant45_row<BlockQ4_K, false, false>(w, x, nullptr, n, acc);
   return hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
 }
 
 void deq_q4_k(const void* src, float* dst, int64_t n) {
-  __m256 unused[4];  // not touched when dequantizing
-  const BlockQ4_K* b = static_cast<const BlockQ4_K*>(src);
-  for (int64_t i = 0; i < n / kQK_K; ++i)
-    kquant45_block<false, true>(b[i].scales, &b[i].d, b[i].qs, nullptr, nullptr, dst + i * kQK_K,
-                          unused);
+  __m256 unused[4];
+  kquant45_row<BlockQ4_K, false, true>(src, nullptr, dst, n, unused);
 }
 
 float dot_row_q5_k(const void* w, const float* x, int64_t n) {
-  const BlockQ5_K* b = static_cast<const BlockQ5_K*>(w);
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  for (int64_t i = 0; i < n / kQK_K; ++i)
-    kquant45_block<true, false>(b[i].scales, &b[i].d, b[i].qs, b[i].qh, x + i * kQK_K, nullptr, acc);
+  kquant45_row<BlockQ5_K, true, false>(w, x, nullptr, n, acc);
   return hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
 }
 
 void deq_q5_k(const void* src, float* dst, int64_t n) {
-  __m256 unused[4];  // not touched when dequantizing
-  const BlockQ5_K* b = static_cast<const BlockQ5_K*>(src);
-  for (int64_t i = 0; i < n / kQK_K; ++i)
-    kquant45_block<true, true>(b[i].scales, &b[i].d, b[i].qs, b[i].qh, nullptr, dst + i * kQK_K,
-                         unused);
+  __m256 unused[4];
+  kquant45_row<BlockQ5_K, true, true>(src, nullptr, dst, n, unused);
 }
 
 // Q6_K: per 128 elements, l < 32: q1 = ql[l] low | qh[l] bits 0-1, q2 = ql[l+32] low |
