@@ -11,18 +11,87 @@
 namespace laya::cpu {
 
 bool packable(const Tensor& t) {
-  return t.type == DType::Q8_0 && t.ne[2] == 1 && t.ne[3] == 1 && t.rows() % kPackRows == 0 && t.cols() % 32 == 0;
+  if (t.ne[2] != 1 || t.ne[3] != 1 || t.rows() % kPackRows != 0) return false;
+  return (t.type == DType::Q8_0 && t.cols() % 32 == 0) || (t.type == DType::Q4_K && t.cols() % 256 == 0);
 }
+
+namespace {
+constexpr size_t kQ4kGroupSb = 32 + 32 + 128 + 128 + 2048;  // per super-block of a 16-row group
+
+// ggml's get_scale_min_k4: 6-bit scale and min of sub-block j (0..7).
+void scale_min_k4(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = static_cast<uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+    *m = static_cast<uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+}  // namespace
 
 static size_t scale_bytes_of(int64_t nb) { return (static_cast<size_t>(nb) * 32 + 63) / 64 * 64; }
 
 size_t packed_bytes(const Tensor& t) {
+  if (t.type == DType::Q4_K) return static_cast<size_t>(t.rows() / kPackRows) * static_cast<size_t>(t.cols() / 256) * kQ4kGroupSb;
   const int64_t nb = t.cols() / 32;
   return static_cast<size_t>(t.rows() / kPackRows) * (scale_bytes_of(nb) + static_cast<size_t>(nb) * 512);
 }
 
+void pack(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
+  if (t.type == DType::Q4_K) pack_q4_k(t, dst, out);
+  else pack_q8_0(t, dst, out);
+}
+
+void pack_q4_k(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
+  PackedMatrix& m = *out;
+  m.type = DType::Q4_K;
+  m.rows = t.rows();
+  m.cols = t.cols();
+  m.nb = m.cols / 32;
+  m.scale_bytes = 0;
+  const int64_t nsb = m.cols / 256;
+  m.group_bytes = static_cast<size_t>(nsb) * kQ4kGroupSb;
+  m.data = dst;
+  const size_t stride = t.row_stride();
+  for (int64_t g = 0; g < m.rows / kPackRows; ++g) {
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      uint8_t* p = dst + static_cast<size_t>(g) * m.group_bytes + static_cast<size_t>(sb) * kQ4kGroupSb;
+      uint16_t* d = reinterpret_cast<uint16_t*>(p);
+      uint16_t* dmin = d + 16;
+      uint8_t* sc = p + 64;
+      uint8_t* mn = p + 192;
+      uint8_t* q = p + 320;
+      for (int64_t r = 0; r < kPackRows; ++r) {
+        BlockQ4_K blk;
+        std::memcpy(&blk, t.data + static_cast<size_t>(g * kPackRows + r) * stride + static_cast<size_t>(sb) * sizeof(BlockQ4_K),
+                    sizeof(blk));
+        d[r] = blk.d;
+        dmin[r] = blk.dmin;
+        uint8_t qv[256];
+        for (int c = 0; c < 4; ++c) {
+          for (int l = 0; l < 32; ++l) {
+            qv[64 * c + l] = blk.qs[32 * c + l] & 0xF;
+            qv[64 * c + 32 + l] = blk.qs[32 * c + l] >> 4;
+          }
+        }
+        for (int s = 0; s < 8; ++s) {
+          scale_min_k4(s, blk.scales, &sc[s * 16 + r], &mn[s * 16 + r]);
+          for (int o = 0; o < 4; ++o) {
+            for (int i = 0; i < 4; ++i) {
+              q[((s * 4 + o) * 16 + r) * 4 + i] =
+                  static_cast<uint8_t>(qv[s * 32 + 8 * o + i] | (qv[s * 32 + 8 * o + 4 + i] << 4));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 void pack_q8_0(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
   PackedMatrix& m = *out;
+  m.type = DType::Q8_0;
   m.rows = t.rows();
   m.cols = t.cols();
   m.nb = m.cols / 32;
@@ -50,7 +119,36 @@ void pack_q8_0(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
   }
 }
 
+static void dequantize_group_q4k(const PackedMatrix& m, int64_t g, float* out) {
+  const int64_t nsb = m.cols / 256;
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    const uint8_t* p = m.group(g) + static_cast<size_t>(sb) * kQ4kGroupSb;
+    const uint16_t* d = reinterpret_cast<const uint16_t*>(p);
+    const uint8_t* sc = p + 64;
+    const uint8_t* mn = p + 192;
+    const uint8_t* q = p + 320;
+    for (int64_t r = 0; r < kPackRows; ++r) {
+      const float dr = fp16_to_f32(d[r]), dm = fp16_to_f32(d[16 + r]);
+      float* o = out + r * m.cols + sb * 256;
+      for (int s = 0; s < 8; ++s) {
+        const float a = dr * sc[s * 16 + r], b = dm * mn[s * 16 + r];
+        for (int o8 = 0; o8 < 4; ++o8) {
+          for (int i = 0; i < 4; ++i) {
+            const uint8_t v = q[((s * 4 + o8) * 16 + r) * 4 + i];
+            o[s * 32 + 8 * o8 + i] = a * static_cast<float>(v & 0xF) - b;
+            o[s * 32 + 8 * o8 + 4 + i] = a * static_cast<float>(v >> 4) - b;
+          }
+        }
+      }
+    }
+  }
+}
+
 void dequantize_group(const PackedMatrix& m, int64_t g, float* out) {
+  if (m.type == DType::Q4_K) {
+    dequantize_group_q4k(m, g, out);
+    return;
+  }
   const uint8_t* gp = m.group(g);
   const uint16_t* scales = reinterpret_cast<const uint16_t*>(gp);
   const uint8_t* quants = gp + m.scale_bytes;
@@ -77,6 +175,9 @@ void quantize_x(const float* x, int64_t cols, QuantizedX* q) {
     const float d = amax / 127.0f;
     const float id = d > 0 ? 1.0f / d : 0.0f;
     int32_t shi = 0, slo = 0;
+    float sum = 0;
+    for (int k = 0; k < 32; ++k) sum += xb[k];
+    if (q->sum) q->sum[b] = sum;
     for (int k = 0; k < 32; ++k) {
       const int hi = std::clamp(static_cast<int>(std::lrintf(xb[k] * id)), -127, 127);
       const float r = xb[k] - static_cast<float>(hi) * d;
@@ -113,6 +214,46 @@ void packed_matvec_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_end,
       y[g * kPackRows + r] = acc;
     }
   }
+}
+
+void packed_matvec_q4k_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y) {
+  const int64_t nsb = m.cols / 256;
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    for (int64_t r = 0; r < kPackRows; ++r) {
+      float acc = 0;
+      for (int64_t sb = 0; sb < nsb; ++sb) {
+        const uint8_t* p = m.group(g) + static_cast<size_t>(sb) * kQ4kGroupSb;
+        const uint16_t* d = reinterpret_cast<const uint16_t*>(p);
+        const uint8_t* sc = p + 64;
+        const uint8_t* mn = p + 192;
+        const uint8_t* q = p + 320;
+        for (int s = 0; s < 8; ++s) {
+          const int64_t b = sb * 8 + s;
+          int32_t shi = 0, slo = 0;
+          for (int o = 0; o < 4; ++o) {
+            for (int i = 0; i < 4; ++i) {
+              const uint8_t v = q[((s * 4 + o) * 16 + r) * 4 + i];
+              const int k0 = 8 * o + i, k1 = 8 * o + 4 + i;
+              shi += (v & 0xF) * x.hi[b * 32 + k0] + (v >> 4) * x.hi[b * 32 + k1];
+              slo += (v & 0xF) * x.lo[b * 32 + k0] + (v >> 4) * x.lo[b * 32 + k1];
+            }
+          }
+          acc += static_cast<float>(128 * shi + slo) * (fp16_to_f32(d[r]) * sc[s * 16 + r] * x.d[b]) -
+                 fp16_to_f32(d[16 + r]) * mn[s * 16 + r] * x.sum[b];
+        }
+      }
+      y[g * kPackRows + r] = acc;
+    }
+  }
+}
+
+PackedMatvecFn packed_matvec_for(DType type) {
+  PackedMatvecFn best = packed_matvec_best();
+  if (!best) return nullptr;
+#if defined(LAYA_HAVE_X86)
+  if (type == DType::Q4_K) return packed_matvec_q4k_avx512vnni;
+#endif
+  return type == DType::Q8_0 ? best : nullptr;
 }
 
 PackedMatvecFn packed_matvec_best() {

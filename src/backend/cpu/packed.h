@@ -7,9 +7,13 @@
 // x ≈ d·(hi + lo/128) (|lo| ≤ 64), i.e. ~15 bits — unlike llama.cpp's single
 // int8 term, the error stays far below the weights' own quantization error.
 //
-// Layout of one group of 16 rows, nb = cols / 32 blocks:
+// Q8_0 layout of one group of 16 rows, nb = cols / 32 blocks:
 //   scales: nb × 16 fp16 (row r's block scale), padded to 64 bytes
 //   quants: nb × [8 quads][16 rows][4] uint8 = w + 128
+// Q4_K layout of one group, per super-block of 256 (2368 bytes, vs 2304 in the file):
+//   d[16], dmin[16] fp16; sc[8][16], m[8][16] uint8 (the unpacked 6-bit
+//   scales/mins); quants [8 sub-blocks][4 octets][16 rows][4 bytes]: byte i of
+//   octet o holds q[8o + i] (low nibble) and q[8o + 4 + i] (high nibble).
 // The packed copy replaces the file mapping's pages (MADV_DONTNEED after
 // packing), so the weights are not held twice.
 #pragma once
@@ -25,6 +29,7 @@ namespace laya::cpu {
 constexpr int64_t kPackRows = 16;
 
 struct PackedMatrix {
+  DType type = DType::Q8_0;  // Q8_0 or Q4_K
   int64_t rows = 0, cols = 0, nb = 0;
   size_t scale_bytes = 0;  // per group, padded
   size_t group_bytes = 0;
@@ -39,12 +44,15 @@ struct QuantizedX {
   int8_t* lo = nullptr;     // nb * 32
   float* d = nullptr;       // nb: scale / 128 (folded)
   int32_t* corr = nullptr;  // nb: 128 * (128 * Σhi + Σlo), the w+128 offset
+  float* sum = nullptr;     // nb: Σx of the block in float (Q4_K mins)
 };
 
 bool packable(const Tensor& t);
 size_t packed_bytes(const Tensor& t);
-// Packs t (Q8_0, rows % 16 == 0, cols % 32 == 0) into dst (packed_bytes(t), 64-aligned).
+// Packs t (Q8_0 or Q4_K, rows % 16 == 0) into dst (packed_bytes(t), 64-aligned).
+void pack(const Tensor& t, uint8_t* dst, PackedMatrix* out);
 void pack_q8_0(const Tensor& t, uint8_t* dst, PackedMatrix* out);
+void pack_q4_k(const Tensor& t, uint8_t* dst, PackedMatrix* out);
 // 16 rows of group g, dequantized: out (16, cols). Exactly dequantize_row's values.
 void dequantize_group(const PackedMatrix& m, int64_t g, float* out);
 // x (cols floats) → q (buffers of nb blocks, preallocated by the caller).
@@ -61,7 +69,11 @@ using PackedMatvecFn = void (*)(const PackedMatrix& m, int64_t g_begin, int64_t 
 void packed_matvec_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
 #if defined(LAYA_HAVE_X86)
 void packed_matvec_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
+void packed_matvec_q4k_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
 #endif
+void packed_matvec_q4k_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
+// The kernel for m.type from the fastest available set (see packed_matvec_best).
+PackedMatvecFn packed_matvec_for(DType type);
 // The fastest available; nullptr when the CPU has no fast path (then the
 // backend keeps using the file layout and float kernels).
 PackedMatvecFn packed_matvec_best();

@@ -63,6 +63,51 @@ void quantize_x_avx512(const float* x, int64_t cols, QuantizedX* q) {
     const int32_t slo = _mm512_reduce_add_epi32(_mm512_add_epi32(l0, l1));
     q->d[b] = d / 128.0f;
     q->corr[b] = 128 * (128 * shi + slo);
+    if (q->sum) q->sum[b] = _mm512_reduce_add_ps(_mm512_add_ps(x0, x1));
+  }
+}
+
+}  // namespace laya::cpu
+
+namespace laya::cpu {
+
+void packed_matvec_q4k_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y) {
+  const int64_t nsb = m.cols / 256;
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  constexpr size_t kSb = 32 + 32 + 128 + 128 + 2048;
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      const uint8_t* p = m.group(g) + static_cast<size_t>(sb) * kSb;
+      const __m512 dv = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
+      const __m512 dmv = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p + 32)));
+      const uint8_t* sc = p + 64;
+      const uint8_t* mn = p + 192;
+      const uint8_t* q = p + 320;
+      _mm_prefetch(reinterpret_cast<const char*>(p + kSb), _MM_HINT_T0);
+      for (int s = 0; s < 8; ++s) {
+        const int64_t b = sb * 8 + s;
+        const int32_t* xh = reinterpret_cast<const int32_t*>(x.hi + b * 32);
+        const int32_t* xl = reinterpret_cast<const int32_t*>(x.lo + b * 32);
+        __m512i h0 = _mm512_setzero_si512(), h1 = _mm512_setzero_si512();
+        __m512i l0 = _mm512_setzero_si512(), l1 = _mm512_setzero_si512();
+        for (int o = 0; o < 4; ++o) {
+          const __m512i v = _mm512_load_si512(q + (s * 4 + o) * 64);
+          const __m512i qa = _mm512_and_si512(v, low4);
+          const __m512i qb = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+          h0 = _mm512_dpbusd_epi32(h0, qa, _mm512_set1_epi32(xh[2 * o]));
+          l0 = _mm512_dpbusd_epi32(l0, qa, _mm512_set1_epi32(xl[2 * o]));
+          h1 = _mm512_dpbusd_epi32(h1, qb, _mm512_set1_epi32(xh[2 * o + 1]));
+          l1 = _mm512_dpbusd_epi32(l1, qb, _mm512_set1_epi32(xl[2 * o + 1]));
+        }
+        const __m512i sI = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(h0, h1), 7), _mm512_add_epi32(l0, l1));
+        const __m512 scf = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + s * 16))));
+        const __m512 mnf = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(mn + s * 16))));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sI), _mm512_mul_ps(_mm512_mul_ps(dv, scf), _mm512_set1_ps(x.d[b])), acc);
+        acc = _mm512_fnmadd_ps(_mm512_mul_ps(dmv, mnf), _mm512_set1_ps(x.sum[b]), acc);
+      }
+    }
+    _mm512_storeu_ps(y + g * kPackRows, acc);
   }
 }
 
