@@ -230,7 +230,7 @@ class Parser {
                                                       name_.c_str(), value_type_name(a.type)));
       }
       if (a.u == 0 || (a.u & (a.u - 1)) != 0 || a.u > (1u << 20)) {
-        return Status(StatusCode::kCorrupt, strformat("%s: general.alignment = %llu, expected a power of two",
+        return Status(StatusCode::kCorrupt, strformat("%s: general.alignment = %llu, expected a power of two from 1 to 1048576",
                                                       name_.c_str(), static_cast<unsigned long long>(a.u)));
       }
       f->alignment_ = a.u;
