@@ -48,7 +48,8 @@ CpuBackend::CpuBackend(const CpuBackendLimits& lim) : lim_(lim), pool_(lim.n_thr
   qx_d_.resize(mc / 32 + 1);
   qx_corr_.resize(mc / 32 + 1);
   qx_sum_.resize(mc / 32 + 1);
-  qx_ = cpu::QuantizedX{0, qx_hi_.data(), qx_lo_.data(), qx_d_.data(), qx_corr_.data(), qx_sum_.data()};
+  qx_corr16_.resize(mc / 16 + 2);
+  qx_ = cpu::QuantizedX{0, qx_hi_.data(), qx_lo_.data(), qx_d_.data(), qx_corr_.data(), qx_sum_.data(), qx_corr16_.data()};
 }
 
 CpuBackend::~CpuBackend() { std::free(packed_buf_); }
@@ -56,6 +57,7 @@ CpuBackend::~CpuBackend() { std::free(packed_buf_); }
 size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices) {
   packed_matvec_ = cpu::packed_matvec_best();
   packed_matvec_q4k_ = cpu::packed_matvec_for(DType::Q4_K);
+  packed_matvec_q6k_ = cpu::packed_matvec_for(DType::Q6_K);
   quantize_x_ = cpu::quantize_x_best();
   if (!packed_matvec_ || packed_buf_) return 0;
   std::vector<const Tensor*> todo;
@@ -94,7 +96,8 @@ void CpuBackend::matmul_rows(const Tensor& w, const float* x, int64_t n_tok, flo
   if (const cpu::PackedMatrix* pm = packed(w)) {
     // Row ranges are multiples of kTileRows == kPackRows (see matmul_group).
     if (n_tok == 1) {
-      (pm->type == DType::Q4_K ? packed_matvec_q4k_ : packed_matvec_)(*pm, b / cpu::kPackRows, (e + cpu::kPackRows - 1) / cpu::kPackRows, qx_, y);
+      (pm->type == DType::Q4_K ? packed_matvec_q4k_ : pm->type == DType::Q6_K ? packed_matvec_q6k_ : packed_matvec_)(
+          *pm, b / cpu::kPackRows, (e + cpu::kPackRows - 1) / cpu::kPackRows, qx_, y);
       return;
     }
     float* tile = scratch_[static_cast<size_t>(ti)].tile.data();

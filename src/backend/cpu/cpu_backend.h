@@ -68,12 +68,14 @@ class CpuBackend final : public Backend {
   uint8_t* packed_buf_ = nullptr;
   cpu::PackedMatvecFn packed_matvec_ = nullptr;
   cpu::PackedMatvecFn packed_matvec_q4k_ = nullptr;
+  cpu::PackedMatvecFn packed_matvec_q6k_ = nullptr;
   cpu::QuantizeXFn quantize_x_ = cpu::quantize_x;
   // The current decode input, quantized once per matmul_group.
   std::vector<int8_t> qx_hi_, qx_lo_;
   std::vector<float> qx_d_;
   std::vector<int32_t> qx_corr_;
   std::vector<float> qx_sum_;
+  std::vector<int32_t> qx_corr16_;
   cpu::QuantizedX qx_;
   void (*gemm_)(const float* const*, int64_t, const float*, int64_t, int64_t, int64_t, float*, int64_t) = nullptr;
   ThreadPool pool_;

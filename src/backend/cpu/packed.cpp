@@ -12,11 +12,32 @@ namespace laya::cpu {
 
 bool packable(const Tensor& t) {
   if (t.ne[2] != 1 || t.ne[3] != 1 || t.rows() % kPackRows != 0) return false;
-  return (t.type == DType::Q8_0 && t.cols() % 32 == 0) || (t.type == DType::Q4_K && t.cols() % 256 == 0);
+  return (t.type == DType::Q8_0 && t.cols() % 32 == 0) ||
+         ((t.type == DType::Q4_K || t.type == DType::Q6_K) && t.cols() % 256 == 0);
 }
 
 namespace {
 constexpr size_t kQ4kGroupSb = 32 + 32 + 128 + 128 + 2048;  // per super-block of a 16-row group
+constexpr size_t kQ6kGroupSb = 32 + 256 + 2048 + 1024;
+
+// The 256 6-bit values of a Q6_K block in element order (ggml's layout).
+void unpack_q6k(const BlockQ6_K& b, uint8_t* q) {
+  for (int n = 0; n < 2; ++n) {
+    const uint8_t* ql = b.ql + 64 * n;
+    const uint8_t* qh = b.qh + 32 * n;
+    uint8_t* y = q + 128 * n;
+    for (int l = 0; l < 32; ++l) {
+      y[l] = static_cast<uint8_t>((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4));
+      y[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+      y[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+      y[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+    }
+  }
+}
+
+// Offsets inside one Q6_K (group, super-block) record.
+inline size_t q6_lo_index(int o, int64_t r, int i) { return 288 + ((static_cast<size_t>(o) * 16 + static_cast<size_t>(r)) * 4 + static_cast<size_t>(i)); }
+inline size_t q6_hi_index(int o, int64_t r, int i) { return 288 + 2048 + ((static_cast<size_t>(o / 2) * 16 + static_cast<size_t>(r)) * 4 + static_cast<size_t>(i)); }
 
 // ggml's get_scale_min_k4: 6-bit scale and min of sub-block j (0..7).
 void scale_min_k4(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
@@ -34,13 +55,84 @@ static size_t scale_bytes_of(int64_t nb) { return (static_cast<size_t>(nb) * 32 
 
 size_t packed_bytes(const Tensor& t) {
   if (t.type == DType::Q4_K) return static_cast<size_t>(t.rows() / kPackRows) * static_cast<size_t>(t.cols() / 256) * kQ4kGroupSb;
+  if (t.type == DType::Q6_K) return static_cast<size_t>(t.rows() / kPackRows) * static_cast<size_t>(t.cols() / 256) * kQ6kGroupSb;
   const int64_t nb = t.cols() / 32;
   return static_cast<size_t>(t.rows() / kPackRows) * (scale_bytes_of(nb) + static_cast<size_t>(nb) * 512);
 }
 
 void pack(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
   if (t.type == DType::Q4_K) pack_q4_k(t, dst, out);
+  else if (t.type == DType::Q6_K) pack_q6_k(t, dst, out);
   else pack_q8_0(t, dst, out);
+}
+
+void pack_q6_k(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
+  PackedMatrix& m = *out;
+  m.type = DType::Q6_K;
+  m.rows = t.rows();
+  m.cols = t.cols();
+  m.nb = m.cols / 32;
+  m.scale_bytes = 0;
+  const int64_t nsb = m.cols / 256;
+  m.group_bytes = static_cast<size_t>(nsb) * kQ6kGroupSb;
+  m.data = dst;
+  const size_t stride = t.row_stride();
+  for (int64_t g = 0; g < m.rows / kPackRows; ++g) {
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      uint8_t* p = dst + static_cast<size_t>(g) * m.group_bytes + static_cast<size_t>(sb) * kQ6kGroupSb;
+      std::memset(p, 0, kQ6kGroupSb);
+      uint16_t* d = reinterpret_cast<uint16_t*>(p);
+      int8_t* sc = reinterpret_cast<int8_t*>(p + 32);
+      for (int64_t r = 0; r < kPackRows; ++r) {
+        BlockQ6_K blk;
+        std::memcpy(&blk, t.data + static_cast<size_t>(g * kPackRows + r) * stride + static_cast<size_t>(sb) * sizeof(BlockQ6_K),
+                    sizeof(blk));
+        d[r] = blk.d;
+        for (int j = 0; j < 16; ++j) sc[j * 16 + r] = blk.scales[j];
+        uint8_t q[256];
+        unpack_q6k(blk, q);
+        for (int o = 0; o < 32; ++o) {
+          for (int i = 0; i < 4; ++i) {
+            const uint8_t a = q[8 * o + i], b = q[8 * o + 4 + i];
+            p[q6_lo_index(o, r, i)] = static_cast<uint8_t>((a & 0xF) | ((b & 0xF) << 4));
+            const int shift = (o % 2) * 4;
+            p[q6_hi_index(o, r, i)] |= static_cast<uint8_t>(((a >> 4) << shift) | ((b >> 4) << (shift + 2)));
+          }
+        }
+      }
+    }
+  }
+}
+
+void packed_matvec_q6k_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y) {
+  const int64_t nsb = m.cols / 256;
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    for (int64_t r = 0; r < kPackRows; ++r) {
+      float acc = 0;
+      for (int64_t sb = 0; sb < nsb; ++sb) {
+        const uint8_t* p = m.group(g) + static_cast<size_t>(sb) * kQ6kGroupSb;
+        const float d = fp16_to_f32(reinterpret_cast<const uint16_t*>(p)[r]);
+        const int8_t* sc = reinterpret_cast<const int8_t*>(p + 32);
+        for (int j = 0; j < 16; ++j) {  // sub-blocks of 16 = octets 2j, 2j+1
+          const int64_t b = sb * 8 + j / 2;
+          int32_t shi = 0, slo = 0;
+          for (int o = 2 * j; o < 2 * j + 2; ++o) {
+            for (int i = 0; i < 4; ++i) {
+              const uint8_t lo = p[q6_lo_index(o, r, i)], hi = p[q6_hi_index(o, r, i)];
+              const int shift = (o % 2) * 4;
+              const int qa = (lo & 0xF) | (((hi >> shift) & 3) << 4);
+              const int qb = (lo >> 4) | (((hi >> (shift + 2)) & 3) << 4);
+              const int64_t ka = (8 * o + i) % 32, kb = (8 * o + 4 + i) % 32;
+              shi += qa * x.hi[b * 32 + ka] + qb * x.hi[b * 32 + kb];
+              slo += qa * x.lo[b * 32 + ka] + qb * x.lo[b * 32 + kb];
+            }
+          }
+          acc += static_cast<float>(128 * shi + slo - x.corr16[sb * 16 + j]) * (d * sc[j * 16 + r] * x.d[b]);
+        }
+      }
+      y[g * kPackRows + r] = acc;
+    }
+  }
 }
 
 void pack_q4_k(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
@@ -144,7 +236,34 @@ static void dequantize_group_q4k(const PackedMatrix& m, int64_t g, float* out) {
   }
 }
 
+static void dequantize_group_q6k(const PackedMatrix& m, int64_t g, float* out) {
+  const int64_t nsb = m.cols / 256;
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    const uint8_t* p = m.group(g) + static_cast<size_t>(sb) * kQ6kGroupSb;
+    const int8_t* sc = reinterpret_cast<const int8_t*>(p + 32);
+    for (int64_t r = 0; r < kPackRows; ++r) {
+      const float d = fp16_to_f32(reinterpret_cast<const uint16_t*>(p)[r]);
+      float* o = out + r * m.cols + sb * 256;
+      for (int oc = 0; oc < 32; ++oc) {
+        for (int i = 0; i < 4; ++i) {
+          const uint8_t lo = p[q6_lo_index(oc, r, i)], hi = p[q6_hi_index(oc, r, i)];
+          const int shift = (oc % 2) * 4;
+          const int qa = (lo & 0xF) | (((hi >> shift) & 3) << 4);
+          const int qb = (lo >> 4) | (((hi >> (shift + 2)) & 3) << 4);
+          const int ka = 8 * oc + i, kb = 8 * oc + 4 + i;
+          o[ka] = d * static_cast<float>(sc[(ka / 16) * 16 + r]) * static_cast<float>(qa - 32);
+          o[kb] = d * static_cast<float>(sc[(kb / 16) * 16 + r]) * static_cast<float>(qb - 32);
+        }
+      }
+    }
+  }
+}
+
 void dequantize_group(const PackedMatrix& m, int64_t g, float* out) {
+  if (m.type == DType::Q6_K) {
+    dequantize_group_q6k(m, g, out);
+    return;
+  }
   if (m.type == DType::Q4_K) {
     dequantize_group_q4k(m, g, out);
     return;
@@ -189,6 +308,16 @@ void quantize_x(const float* x, int64_t cols, QuantizedX* q) {
     }
     q->d[b] = d / 128.0f;
     q->corr[b] = 128 * (128 * shi + slo);
+    if (q->corr16) {
+      for (int h = 0; h < 2; ++h) {
+        int32_t a = 0, c = 0;
+        for (int k = 16 * h; k < 16 * h + 16; ++k) {
+          a += q->hi[b * 32 + k];
+          c += q->lo[b * 32 + k];
+        }
+        q->corr16[2 * b + h] = 32 * (128 * a + c);
+      }
+    }
   }
 }
 
@@ -252,6 +381,7 @@ PackedMatvecFn packed_matvec_for(DType type) {
   if (!best) return nullptr;
 #if defined(LAYA_HAVE_X86)
   if (type == DType::Q4_K) return packed_matvec_q4k_avx512vnni;
+  if (type == DType::Q6_K) return packed_matvec_q6k_avx512vnni;
 #endif
   return type == DType::Q8_0 ? best : nullptr;
 }

@@ -14,6 +14,11 @@
 //   d[16], dmin[16] fp16; sc[8][16], m[8][16] uint8 (the unpacked 6-bit
 //   scales/mins); quants [8 sub-blocks][4 octets][16 rows][4 bytes]: byte i of
 //   octet o holds q[8o + i] (low nibble) and q[8o + 4 + i] (high nibble).
+// Q6_K layout of one group, per super-block of 256 (3360 bytes, as in the file):
+//   d[16] fp16; sc[16 sub-blocks][16 rows] int8; low nibbles as Q4_K's octets
+//   [32 octets][16 rows][4] (2048 B); high 2-bit planes [16 octet pairs][16 rows][4]
+//   (1024 B): byte i holds hi(q[8o+i]), hi(q[8o+4+i]), hi(q[8o+8+i]), hi(q[8o+12+i])
+//   in bits 0-1, 2-3, 4-5, 6-7 (o even). Values are q in [0, 63]; w = d·sc·(q − 32).
 // The packed copy replaces the file mapping's pages (MADV_DONTNEED after
 // packing), so the weights are not held twice.
 #pragma once
@@ -29,7 +34,7 @@ namespace laya::cpu {
 constexpr int64_t kPackRows = 16;
 
 struct PackedMatrix {
-  DType type = DType::Q8_0;  // Q8_0 or Q4_K
+  DType type = DType::Q8_0;  // Q8_0, Q4_K or Q6_K
   int64_t rows = 0, cols = 0, nb = 0;
   size_t scale_bytes = 0;  // per group, padded
   size_t group_bytes = 0;
@@ -45,6 +50,7 @@ struct QuantizedX {
   float* d = nullptr;       // nb: scale / 128 (folded)
   int32_t* corr = nullptr;  // nb: 128 * (128 * Σhi + Σlo), the w+128 offset
   float* sum = nullptr;     // nb: Σx of the block in float (Q4_K mins)
+  int32_t* corr16 = nullptr;  // 2 nb: 32 * (128 * Σhi + Σlo) per 16 values (Q6_K offset)
 };
 
 bool packable(const Tensor& t);
@@ -53,6 +59,7 @@ size_t packed_bytes(const Tensor& t);
 void pack(const Tensor& t, uint8_t* dst, PackedMatrix* out);
 void pack_q8_0(const Tensor& t, uint8_t* dst, PackedMatrix* out);
 void pack_q4_k(const Tensor& t, uint8_t* dst, PackedMatrix* out);
+void pack_q6_k(const Tensor& t, uint8_t* dst, PackedMatrix* out);
 // 16 rows of group g, dequantized: out (16, cols). Exactly dequantize_row's values.
 void dequantize_group(const PackedMatrix& m, int64_t g, float* out);
 // x (cols floats) → q (buffers of nb blocks, preallocated by the caller).
@@ -70,7 +77,9 @@ void packed_matvec_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_end,
 #if defined(LAYA_HAVE_X86)
 void packed_matvec_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
 void packed_matvec_q4k_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
+void packed_matvec_q6k_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
 #endif
+void packed_matvec_q6k_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
 void packed_matvec_q4k_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
 // The kernel for m.type from the fastest available set (see packed_matvec_best).
 PackedMatvecFn packed_matvec_for(DType type);

@@ -64,6 +64,10 @@ void quantize_x_avx512(const float* x, int64_t cols, QuantizedX* q) {
     q->d[b] = d / 128.0f;
     q->corr[b] = 128 * (128 * shi + slo);
     if (q->sum) q->sum[b] = _mm512_reduce_add_ps(_mm512_add_ps(x0, x1));
+    if (q->corr16) {
+      q->corr16[2 * b] = 32 * (128 * _mm512_reduce_add_epi32(h0) + _mm512_reduce_add_epi32(l0));
+      q->corr16[2 * b + 1] = 32 * (128 * _mm512_reduce_add_epi32(h1) + _mm512_reduce_add_epi32(l1));
+    }
   }
 }
 
@@ -105,6 +109,58 @@ void packed_matvec_q4k_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_
         const __m512 mnf = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(mn + s * 16))));
         acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sI), _mm512_mul_ps(_mm512_mul_ps(dv, scf), _mm512_set1_ps(x.d[b])), acc);
         acc = _mm512_fnmadd_ps(_mm512_mul_ps(dmv, mnf), _mm512_set1_ps(x.sum[b]), acc);
+      }
+    }
+    _mm512_storeu_ps(y + g * kPackRows, acc);
+  }
+}
+
+}  // namespace laya::cpu
+
+namespace laya::cpu {
+
+void packed_matvec_q6k_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y) {
+  const int64_t nsb = m.cols / 256;
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i two = _mm512_set1_epi8(0x03);
+  constexpr size_t kSb = 32 + 256 + 2048 + 1024;  // not a multiple of 64: unaligned loads
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < nsb; ++sb) {
+      const uint8_t* p = m.group(g) + static_cast<size_t>(sb) * kSb;
+      const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+      const int8_t* sc = reinterpret_cast<const int8_t*>(p + 32);
+      const uint8_t* lo = p + 288;
+      const uint8_t* hi = p + 288 + 2048;
+      _mm_prefetch(reinterpret_cast<const char*>(p + kSb), _MM_HINT_T0);
+      for (int j = 0; j < 16; ++j) {  // sub-block of 16 values: octets 2j, 2j+1
+        const int64_t b = sb * 8 + j / 2;
+        const int half = (j % 2) * 4;  // int32 offset of this half of the x block
+        const int32_t* xh = reinterpret_cast<const int32_t*>(x.hi + b * 32) + half;
+        const int32_t* xl = reinterpret_cast<const int32_t*>(x.lo + b * 32) + half;
+        const __m512i h = _mm512_loadu_si512(hi + j * 64);
+        const __m512i v0 = _mm512_loadu_si512(lo + (2 * j) * 64);
+        const __m512i v1 = _mm512_loadu_si512(lo + (2 * j + 1) * 64);
+        // Octet 2j: bits 0-1 / 2-3 of h; octet 2j+1: bits 4-5 / 6-7.
+        const __m512i q0a = _mm512_or_si512(_mm512_and_si512(v0, low4), _mm512_slli_epi16(_mm512_and_si512(h, two), 4));
+        const __m512i q0b = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v0, 4), low4),
+                                            _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 2), two), 4));
+        const __m512i q1a = _mm512_or_si512(_mm512_and_si512(v1, low4),
+                                            _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 4), two), 4));
+        const __m512i q1b = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v1, 4), low4),
+                                            _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(h, 6), two), 4));
+        __m512i sh = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q0a, _mm512_set1_epi32(xh[0]));
+        __m512i sl = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q0a, _mm512_set1_epi32(xl[0]));
+        sh = _mm512_dpbusd_epi32(sh, q0b, _mm512_set1_epi32(xh[1]));
+        sl = _mm512_dpbusd_epi32(sl, q0b, _mm512_set1_epi32(xl[1]));
+        sh = _mm512_dpbusd_epi32(sh, q1a, _mm512_set1_epi32(xh[2]));
+        sl = _mm512_dpbusd_epi32(sl, q1a, _mm512_set1_epi32(xl[2]));
+        sh = _mm512_dpbusd_epi32(sh, q1b, _mm512_set1_epi32(xh[3]));
+        sl = _mm512_dpbusd_epi32(sl, q1b, _mm512_set1_epi32(xl[3]));
+        __m512i sI = _mm512_add_epi32(_mm512_slli_epi32(sh, 7), sl);
+        sI = _mm512_sub_epi32(sI, _mm512_set1_epi32(x.corr16[sb * 16 + j]));
+        const __m512 scf = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + j * 16))));
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sI), _mm512_mul_ps(_mm512_mul_ps(dv, scf), _mm512_set1_ps(x.d[b])), acc);
       }
     }
     _mm512_storeu_ps(y + g * kPackRows, acc);
