@@ -14,6 +14,15 @@ void packed_matvec_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_
     __m512 acc = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* qb = quants + b * 512;
+      // Two streams (scales, quants): keep both ahead of the hardware prefetcher.
+      _mm_prefetch(reinterpret_cast<const char*>(qb + 4 * 512), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(qb + 4 * 512 + 64), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(qb + 4 * 512 + 128), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(qb + 4 * 512 + 192), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(qb + 4 * 512 + 256), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(qb + 4 * 512 + 320), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(qb + 4 * 512 + 384), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(qb + 4 * 512 + 448), _MM_HINT_T0);
       const int32_t* xh = reinterpret_cast<const int32_t*>(x.hi + b * 32);
       const int32_t* xl = reinterpret_cast<const int32_t*>(x.lo + b * 32);
       __m512i h0 = _mm512_setzero_si512(), h1 = _mm512_setzero_si512();
@@ -88,8 +97,9 @@ void packed_matvec_q4k_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_
       const uint8_t* sc = p + 64;
       const uint8_t* mn = p + 192;
       const uint8_t* q = p + 320;
-      _mm_prefetch(reinterpret_cast<const char*>(p + kSb), _MM_HINT_T0);
       for (int s = 0; s < 8; ++s) {
+        // Pull the next record (37 lines) in while this one is computed.
+        for (int l = 0; l < 5; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + kSb + (s * 5 + l) * 64), _MM_HINT_T0);
         const int64_t b = sb * 8 + s;
         const int32_t* xh = reinterpret_cast<const int32_t*>(x.hi + b * 32);
         const int32_t* xl = reinterpret_cast<const int32_t*>(x.lo + b * 32);
@@ -132,8 +142,9 @@ void packed_matvec_q6k_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_
       const int8_t* sc = reinterpret_cast<const int8_t*>(p + 32);
       const uint8_t* lo = p + 288;
       const uint8_t* hi = p + 288 + 2048;
-      _mm_prefetch(reinterpret_cast<const char*>(p + kSb), _MM_HINT_T0);
       for (int j = 0; j < 16; ++j) {  // sub-block of 16 values: octets 2j, 2j+1
+        // Pull the next record (53 lines) in while this one is computed.
+        for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + kSb + (j * 4 + l) * 64), _MM_HINT_T0);
         const int64_t b = sb * 8 + j / 2;
         const int half = (j % 2) * 4;  // int32 offset of this half of the x block
         const int32_t* xh = reinterpret_cast<const int32_t*>(x.hi + b * 32) + half;
