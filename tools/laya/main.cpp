@@ -18,6 +18,7 @@ int cmd_complete(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_detokenize(int argc, char** argv);
+int cmd_mkmodel(int argc, char** argv);
 const Command kCommands[] = {
     {"info", "show a model's architecture, size, types and memory needs", cmd_info},
     {"logits", "write the logits of a token sequence to .npy", cmd_logits},
@@ -25,6 +26,7 @@ const Command kCommands[] = {
     {"bench", "prefill/decode speed, decode latency percentiles, bandwidth, RSS", cmd_bench},
     {"tokenize", "text → token ids (JSON); --batch for JSON lines on stdin", cmd_tokenize},
     {"detokenize", "token ids → text", cmd_detokenize},
+    {"mkmodel", "write a random-weight GGUF with the shapes of a real model", cmd_mkmodel},
     {"version", "print the version", cmd_version},
 };
 const int kNumCommands = sizeof(kCommands) / sizeof(kCommands[0]);

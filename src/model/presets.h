@@ -1,0 +1,81 @@
+// Shapes of real models, for writing random-weight benchmark GGUFs
+// (`laya mkmodel`): the same tensor names, shapes, types (including
+// llama.cpp's Q4_K_M mix) and tokenizer metadata a converted checkpoint has,
+// with random weights, so laya and llama.cpp can be benchmarked on identical
+// bytes without downloading anything.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/status.h"
+
+namespace laya {
+
+struct ModelPreset {
+  std::string name;   // "llama-3.2-1b"
+  std::string arch;   // GGUF general.architecture: llama, qwen2, qwen3
+  int64_t n_embd = 0, n_layer = 0, n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0, n_vocab = 0, n_ctx = 0;
+  double rope_theta = 10000;
+  float rms_eps = 1e-5f;
+  bool tied = true;      // no output.weight: the output projection is token_embd
+  bool qkv_bias = false;  // qwen2
+  bool qk_norm = false;   // qwen3
+  // Llama 3 rope scaling, written as rope_freqs.weight (factor 0 = none).
+  double rope_factor = 0, rope_low_freq = 1, rope_high_freq = 4;
+  int64_t rope_orig_ctx = 8192;
+  std::string tokenizer;  // "llama3", "qwen3" (fixture tokenizer.json) or "synthetic"
+  bool hidden = false;    // test presets, not listed in --help
+
+  int64_t q_dim() const { return n_head * head_dim; }
+  int64_t kv_dim() const { return n_head_kv * head_dim; }
+};
+
+const std::vector<ModelPreset>& model_presets();
+const ModelPreset* find_preset(std::string_view name);
+
+// The file types `laya mkmodel --type` writes (GGUF general.file_type values).
+enum class MkType { kF32 = 0, kF16 = 1, kQ8_0 = 7, kQ4_K_M = 15, kBF16 = 32 };
+bool parse_mk_type(std::string_view s, MkType* out);  // "Q8_0", "Q4_K_M", "F16", "BF16", "F32"
+const char* mk_type_name(MkType t);
+
+enum class TensorRole { kWeight, kEmbedding, kNorm, kBias, kRopeFreqs };
+
+struct PlannedTensor {
+  std::string name;
+  std::vector<int64_t> ne;  // ne[0] = row length
+  DType type = DType::F32;
+  TensorRole role = TensorRole::kWeight;
+};
+
+// The tensors of a preset, in file order, with the type each gets for `type`.
+// Q4_K_M follows llama.cpp's llama_tensor_get_type (src/llama-quant.cpp):
+// Q4_K by default; token_embd of a tied model (= the output) Q6_K; attn_v and
+// ffn_down Q6_K on "use_more_bits" layers; rows not a multiple of 256 fall
+// back (Q4_K → Q5_0, Q6_K → Q8_0; the output/tied embedding → Q8_0).
+std::vector<PlannedTensor> plan_tensors(const ModelPreset& p, MkType type);
+
+struct MkModelOptions {
+  MkType type = MkType::kQ8_0;
+  uint64_t seed = 1;
+  std::string tokenizer_json;  // empty: the preset's fixture (../shared/fixtures/...), else synthetic
+  std::string fixtures_dir;    // where hf/llama3/tokenizer.json etc. live; empty: search the defaults
+  int n_threads = 0;           // 0: hardware concurrency
+  bool verbose = false;        // progress to stderr
+};
+
+struct MkModelReport {
+  uint64_t file_bytes = 0;
+  uint64_t n_params = 0;
+  std::string tokenizer_source;  // path of the tokenizer.json used, or "synthetic"
+  int64_t n_tokens_real = 0;     // tokens taken from the tokenizer (rest padded)
+  double seconds = 0;
+};
+
+// Writes the random-weight GGUF for preset `p` to `path`, streaming.
+Result<MkModelReport> make_random_model(const ModelPreset& p, const MkModelOptions& opt, const std::string& path);
+
+}  // namespace laya

@@ -1,0 +1,431 @@
+// laya mkmodel: the GGUF writer round-trips through laya's reader, tiny
+// random models load and run, the Q4_K_M mix matches llama.cpp's rules and
+// the tokenizer metadata matches the tokenizer.json it came from.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "engine/engine.h"
+#include "format/gguf.h"
+#include "format/gguf_writer.h"
+#include "model/model.h"
+#include "model/presets.h"
+#include "test_util.h"
+#include "tokenizer/tokenizer.h"
+
+namespace laya {
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("laya_mk_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& n) : path(temp_path(n)) {}
+  ~TempFile() { std::remove(path.c_str()); }
+};
+
+TEST(MkmodelGgufWriter, RoundTripsEveryValueTypeAndAlignsTensors) {
+  TempFile tf("writer.gguf");
+  gguf::Writer w;
+  w.set_u8("k.u8", 200);
+  w.set_i8("k.i8", -100);
+  w.set_u16("k.u16", 60000);
+  w.set_i16("k.i16", -30000);
+  w.set_u32("k.u32", 4000000000u);
+  w.set_i32("k.i32", -2000000000);
+  w.set_u64("k.u64", 18000000000000000000ull);
+  w.set_i64("k.i64", -9000000000000000000ll);
+  w.set_f32("k.f32", 1.5f);
+  w.set_f64("k.f64", -2.25);
+  w.set_bool("k.bool", true);
+  w.set_string("k.str", "héllo");
+  w.set_string_array("k.strs", {"a", "", "b c", "\xC4\xA0x"});
+  w.set_i32_array("k.i32s", {1, -2, 3});
+  w.set_f32_array("k.f32s", {0.5f, 0.25f});
+  const uint16_t u16s[] = {7, 8, 9, 10};
+  w.set_array("k.u16s", gguf::ValueType::kU16, u16s, 4);
+  std::vector<float> a(5 * 3), b(64);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = float(i) * 0.5f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = -float(i);
+  ASSERT_TRUE(w.add_tensor("a", DType::F32, {5, 3}).ok());  // 60 bytes: the next one needs padding
+  ASSERT_TRUE(w.add_tensor("b", DType::F32, {64}).ok());
+  EXPECT_FALSE(w.add_tensor("a", DType::F32, {1}).ok());      // duplicate
+  EXPECT_FALSE(w.add_tensor("q", DType::Q8_0, {33}).ok());    // not a multiple of the block
+  const uint64_t predicted = w.file_size();
+  ASSERT_TRUE(w.begin(tf.path).ok());
+  ASSERT_TRUE(w.write(a.data(), 6 * 4).ok());  // in pieces
+  ASSERT_TRUE(w.write(a.data() + 6, 9 * 4).ok());
+  EXPECT_EQ(w.current_tensor(), 1u);
+  EXPECT_FALSE(w.write(b.data(), 65 * 4).ok());  // too long for "b"
+  ASSERT_TRUE(w.write(b.data(), 64 * 4).ok());
+  ASSERT_TRUE(w.finish().ok());
+  EXPECT_EQ(std::filesystem::file_size(tf.path), predicted);
+
+  auto fr = gguf::File::open(tf.path);
+  ASSERT_TRUE(fr.ok()) << fr.status().to_string();
+  const gguf::File& f = **fr;
+  EXPECT_EQ(f.version(), 3u);
+  EXPECT_EQ(f.get_int("k.u8").value(), 200);
+  EXPECT_EQ(f.get_int("k.i8").value(), -100);
+  EXPECT_EQ(f.get_int("k.u16").value(), 60000);
+  EXPECT_EQ(f.get_int("k.i16").value(), -30000);
+  EXPECT_EQ(f.get_int("k.u32").value(), 4000000000ll);
+  EXPECT_EQ(f.get_int("k.i32").value(), -2000000000);
+  EXPECT_EQ(f.find("k.u64")->u, 18000000000000000000ull);
+  EXPECT_EQ(f.get_int("k.i64").value(), -9000000000000000000ll);
+  EXPECT_EQ(f.get_float("k.f32").value(), 1.5);
+  EXPECT_EQ(f.get_float("k.f64").value(), -2.25);
+  EXPECT_EQ(f.get_bool("k.bool").value(), true);
+  EXPECT_EQ(f.get_string("k.str").value(), "héllo");
+  auto strs = f.get_string_array("k.strs");
+  ASSERT_TRUE(strs.ok());
+  ASSERT_EQ(strs.value()->size(), 4u);
+  EXPECT_EQ((*strs.value())[2], "b c");
+  EXPECT_EQ((*strs.value())[3], "\xC4\xA0x");
+  auto i32s = f.get_numeric_array("k.i32s");
+  ASSERT_TRUE(i32s.ok());
+  EXPECT_EQ(i32s.value()->count, 3u);
+  EXPECT_EQ(i32s.value()->array_i64(1), -2);
+  EXPECT_EQ(f.get_numeric_array("k.f32s").value()->array_f64(1), 0.25);
+  EXPECT_EQ(f.get_numeric_array("k.u16s").value()->array_i64(3), 10);
+  ASSERT_EQ(f.tensors().size(), 2u);
+  const gguf::TensorInfo* ta = f.find_tensor("a");
+  const gguf::TensorInfo* tb = f.find_tensor("b");
+  ASSERT_TRUE(ta && tb);
+  EXPECT_EQ(ta->ne[0], 5);
+  EXPECT_EQ(ta->ne[1], 3);
+  EXPECT_EQ(tb->offset % 32, 0u);
+  EXPECT_EQ(tb->offset, 64u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(ta->data) % 32, 0u);
+  EXPECT_EQ(std::memcmp(ta->data, a.data(), 60), 0);
+  EXPECT_EQ(std::memcmp(tb->data, b.data(), 256), 0);
+}
+
+TEST(MkmodelGgufWriter, IncompleteTensorIsAnError) {
+  TempFile tf("incomplete.gguf");
+  gguf::Writer w;
+  ASSERT_TRUE(w.add_tensor("a", DType::F32, {8}).ok());
+  ASSERT_TRUE(w.begin(tf.path).ok());
+  float x[4] = {};
+  ASSERT_TRUE(w.write(x, sizeof(x)).ok());
+  EXPECT_FALSE(w.finish().ok());
+}
+
+TEST(MkmodelGgufWriter, CustomAlignmentIsRecorded) {
+  TempFile tf("align.gguf");
+  gguf::Writer w(64);
+  ASSERT_TRUE(w.add_tensor("a", DType::F32, {3}).ok());
+  ASSERT_TRUE(w.add_tensor("b", DType::F32, {3}).ok());
+  const uint64_t predicted = w.file_size();
+  ASSERT_TRUE(w.begin(tf.path).ok());
+  float x[3] = {1, 2, 3};
+  ASSERT_TRUE(w.write(x, 12).ok());
+  ASSERT_TRUE(w.write(x, 12).ok());
+  ASSERT_TRUE(w.finish().ok());
+  EXPECT_EQ(std::filesystem::file_size(tf.path), predicted);
+  auto f = gguf::File::open(tf.path);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  EXPECT_EQ((*f)->alignment(), 64u);
+  EXPECT_EQ((*f)->find_tensor("b")->offset, 64u);
+}
+
+// ---- tiny random models load and run ---------------------------------------------
+
+void load_and_run(const std::string& preset, MkType type) {
+  SCOPED_TRACE(preset + " " + mk_type_name(type));
+  const ModelPreset* p = find_preset(preset);
+  ASSERT_NE(p, nullptr);
+  TempFile tf(preset + "_" + mk_type_name(type) + ".gguf");
+  MkModelOptions opt;
+  opt.type = type;
+  opt.seed = 7;
+  opt.n_threads = 2;
+  auto rep = make_random_model(*p, opt, tf.path);
+  ASSERT_TRUE(rep.ok()) << rep.status().to_string();
+  EXPECT_EQ(std::filesystem::file_size(tf.path), rep->file_bytes);
+  EXPECT_EQ(rep->tokenizer_source, "synthetic");
+
+  auto m = Model::load(tf.path);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const HParams& h = (*m)->hparams();
+  EXPECT_EQ(h.arch, p->arch);
+  EXPECT_EQ(h.n_embd, p->n_embd);
+  EXPECT_EQ(h.n_layer, p->n_layer);
+  EXPECT_EQ(h.n_head, p->n_head);
+  EXPECT_EQ(h.n_head_kv, p->n_head_kv);
+  EXPECT_EQ(h.head_dim, p->head_dim);
+  EXPECT_EQ(h.n_ff, p->n_ff);
+  EXPECT_EQ(h.n_vocab, p->n_vocab);
+  EXPECT_EQ(h.n_ctx_train, p->n_ctx);
+  EXPECT_EQ(h.tied_embeddings, p->tied);
+  EXPECT_FLOAT_EQ(h.rms_eps, p->rms_eps);
+  EXPECT_EQ(h.rope_theta, p->rope_theta);
+  EXPECT_EQ(h.rope_freq_factors.empty(), p->rope_factor == 0);
+  EXPECT_EQ((*m)->n_params(), rep->n_params);
+  // Types as planned.
+  std::map<std::string, DType> want;
+  for (const auto& t : plan_tensors(*p, type)) want[t.name] = t.type;
+  for (const auto& t : (*m)->all_tensors()) EXPECT_EQ(t.type, want[t.name]) << t.name;
+
+  auto tok = tok::Tokenizer::from_gguf(*(*m)->gguf_file());
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  EXPECT_EQ((*tok)->n_vocab(), p->n_vocab);
+  auto ids = (*tok)->encode("hello there, in the rain");
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ((*tok)->decode(ids.value(), {.skip_special = true}), "hello there, in the rain");
+
+  std::shared_ptr<const Model> model(std::move(m).value().release());
+  EngineOptions eo;
+  eo.n_threads = 2;
+  eo.n_ctx = 64;
+  auto eng = Engine::create(model, eo);
+  ASSERT_TRUE(eng.ok()) << eng.status().to_string();
+  auto seq = (*eng)->new_sequence();
+  std::vector<int32_t> prompt = ids.value();
+  ASSERT_TRUE((*eng)->prefill(*seq, prompt, 0).ok());
+  const float* lg = (*eng)->logits();
+  double sumsq = 0;
+  for (int64_t i = 0; i < p->n_vocab; ++i) {
+    ASSERT_TRUE(std::isfinite(lg[i])) << "logit " << i;
+    sumsq += double(lg[i]) * lg[i];
+  }
+  EXPECT_GT(sumsq, 0.0);
+  ASSERT_TRUE((*eng)->decode(*seq, 5).ok());
+  for (int64_t i = 0; i < p->n_vocab; ++i) ASSERT_TRUE(std::isfinite((*eng)->logits()[i]));
+}
+
+TEST(MkmodelTiny, LlamaQ8_0) { load_and_run("test-tiny", MkType::kQ8_0); }
+TEST(MkmodelTiny, LlamaQ4_K_M) { load_and_run("test-tiny", MkType::kQ4_K_M); }
+TEST(MkmodelTiny, LlamaF16) { load_and_run("test-tiny", MkType::kF16); }
+TEST(MkmodelTiny, LlamaBF16) { load_and_run("test-tiny", MkType::kBF16); }
+TEST(MkmodelTiny, Llama3RopeUntiedQ4_K_M) { load_and_run("test-tiny-llama3", MkType::kQ4_K_M); }
+TEST(MkmodelTiny, Qwen2BiasQ4_K_M) { load_and_run("test-tiny-qwen2", MkType::kQ4_K_M); }  // Q5_0 / Q8_0 fallbacks
+TEST(MkmodelTiny, Qwen2BiasQ8_0) { load_and_run("test-tiny-qwen2", MkType::kQ8_0); }
+TEST(MkmodelTiny, Qwen3QkNormQ4_K_M) { load_and_run("test-tiny-qwen3", MkType::kQ4_K_M); }
+TEST(MkmodelTiny, Qwen3QkNormBF16) { load_and_run("test-tiny-qwen3", MkType::kBF16); }
+
+TEST(MkmodelTiny, SameSeedSameBytes) {
+  const ModelPreset* p = find_preset("test-tiny");
+  TempFile a("seed_a.gguf"), b("seed_b.gguf"), c("seed_c.gguf");
+  MkModelOptions opt;
+  opt.type = MkType::kQ4_K_M;
+  opt.n_threads = 1;
+  ASSERT_TRUE(make_random_model(*p, opt, a.path).ok());
+  opt.n_threads = 3;  // thread count does not change the weights
+  ASSERT_TRUE(make_random_model(*p, opt, b.path).ok());
+  opt.seed = 2;
+  ASSERT_TRUE(make_random_model(*p, opt, c.path).ok());
+  const std::string sa = test::read_text_file(a.path), sb = test::read_text_file(b.path), sc = test::read_text_file(c.path);
+  EXPECT_EQ(sa, sb);
+  EXPECT_EQ(sa.size(), sc.size());
+  EXPECT_NE(sa, sc);
+}
+
+TEST(MkmodelTiny, WeightStatistics) {
+  // Matrices ~N(0, 0.02), norms ~1.
+  const ModelPreset* p = find_preset("test-tiny");
+  TempFile tf("stats.gguf");
+  MkModelOptions opt;
+  opt.type = MkType::kF32;
+  ASSERT_TRUE(make_random_model(*p, opt, tf.path).ok());
+  auto f = gguf::File::open(tf.path);
+  ASSERT_TRUE(f.ok());
+  const gguf::TensorInfo* w = (*f)->find_tensor("blk.0.ffn_up.weight");
+  const gguf::TensorInfo* n = (*f)->find_tensor("blk.0.attn_norm.weight");
+  ASSERT_TRUE(w && n);
+  const float* x = reinterpret_cast<const float*>(w->data);
+  double s = 0, s2 = 0;
+  const int64_t cnt = w->n_elements();
+  for (int64_t i = 0; i < cnt; ++i) s += x[i], s2 += double(x[i]) * x[i];
+  EXPECT_NEAR(s / cnt, 0.0, 0.001);
+  EXPECT_NEAR(std::sqrt(s2 / cnt), 0.02, 0.001);
+  const float* y = reinterpret_cast<const float*>(n->data);
+  for (int64_t i = 0; i < n->n_elements(); ++i) EXPECT_NEAR(y[i], 1.0f, 0.25f);
+}
+
+// ---- Q4_K_M: llama.cpp's mix, per preset ----------------------------------------------
+//
+// Derived by hand from llama.cpp src/llama-quant.cpp (llama_tensor_get_type_impl
+// + tensor_type_fallback): token_embd of a tied model is treated as the output
+// (Q6_K, or Q8_0 when n_embd % 256 != 0); attn_v and ffn_down are Q6_K on the
+// use_more_bits layers (i < n/8, i >= 7n/8, (i - n/8) % 3 == 2), else Q4_K;
+// rows not a multiple of 256 fall back Q4_K → Q5_0 and Q6_K → Q8_0.
+
+struct MixExpect {
+  const char* preset;
+  DType embd;
+  std::set<int> more_bits;  // layers with Q6_K attn_v / ffn_down
+  DType v_hi, v_lo;         // attn_v on / off those layers (after fallback)
+  DType down_hi, down_lo;
+  DType other;              // attn_q/k/output, ffn_gate/up
+};
+
+TEST(MkmodelQ4KM, MixMatchesLlamaCppRules) {
+  const std::vector<MixExpect> table = {
+      {"llama-3.2-1b", DType::Q6_K, {0, 1, 4, 7, 10, 13, 14, 15}, DType::Q6_K, DType::Q4_K, DType::Q6_K, DType::Q4_K,
+       DType::Q4_K},
+      {"qwen2.5-0.5b", DType::Q8_0, {0, 1, 2, 5, 8, 11, 14, 17, 20, 21, 22, 23}, DType::Q8_0, DType::Q5_0, DType::Q6_K,
+       DType::Q4_K, DType::Q5_0},
+      {"qwen3-0.6b", DType::Q6_K, {0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 24, 25, 26, 27}, DType::Q6_K, DType::Q4_K,
+       DType::Q6_K, DType::Q4_K, DType::Q4_K},
+      {"smollm2-135m", DType::Q8_0, {0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 26, 27, 28, 29}, DType::Q8_0, DType::Q5_0,
+       DType::Q6_K, DType::Q4_K, DType::Q5_0},
+  };
+  for (const auto& e : table) {
+    SCOPED_TRACE(e.preset);
+    const ModelPreset* p = find_preset(e.preset);
+    ASSERT_NE(p, nullptr);
+    int n_checked = 0;
+    for (const auto& t : plan_tensors(*p, MkType::kQ4_K_M)) {
+      if (t.ne.size() == 1) {
+        EXPECT_EQ(t.type, DType::F32) << t.name;
+        continue;
+      }
+      int layer = -1;
+      std::sscanf(t.name.c_str(), "blk.%d.", &layer);
+      DType want;
+      if (t.name == "token_embd.weight") want = e.embd;
+      else if (t.name.find("attn_v.weight") != std::string::npos) want = e.more_bits.count(layer) ? e.v_hi : e.v_lo;
+      else if (t.name.find("ffn_down.weight") != std::string::npos) want = e.more_bits.count(layer) ? e.down_hi : e.down_lo;
+      else want = e.other;
+      EXPECT_EQ(t.type, want) << t.name << ": " << dtype_name(t.type) << ", expected " << dtype_name(want);
+      ++n_checked;
+    }
+    EXPECT_EQ(n_checked, 1 + 7 * p->n_layer);
+  }
+}
+
+TEST(MkmodelPresets, ShapesOfThePublicConfigs) {
+  struct S { const char* name; const char* arch; int64_t embd, layers, heads, kv, hd, ff, vocab, ctx; double theta; };
+  const S want[] = {
+      {"llama-3.2-1b", "llama", 2048, 16, 32, 8, 64, 8192, 128256, 131072, 500000},
+      {"qwen2.5-0.5b", "qwen2", 896, 24, 14, 2, 64, 4864, 151936, 32768, 1000000},
+      {"qwen3-0.6b", "qwen3", 1024, 28, 16, 8, 128, 3072, 151936, 40960, 1000000},
+      {"smollm2-135m", "llama", 576, 30, 9, 3, 64, 1536, 49152, 8192, 100000},
+  };
+  for (const auto& w : want) {
+    const ModelPreset* p = find_preset(w.name);
+    ASSERT_NE(p, nullptr) << w.name;
+    EXPECT_EQ(p->arch, w.arch);
+    EXPECT_EQ(p->n_embd, w.embd);
+    EXPECT_EQ(p->n_layer, w.layers);
+    EXPECT_EQ(p->n_head, w.heads);
+    EXPECT_EQ(p->n_head_kv, w.kv);
+    EXPECT_EQ(p->head_dim, w.hd);
+    EXPECT_EQ(p->n_ff, w.ff);
+    EXPECT_EQ(p->n_vocab, w.vocab);
+    EXPECT_EQ(p->n_ctx, w.ctx);
+    EXPECT_EQ(p->rope_theta, w.theta);
+    EXPECT_TRUE(p->tied);
+  }
+  EXPECT_EQ(find_preset("qwen2.5-0.5b")->qkv_bias, true);
+  EXPECT_EQ(find_preset("qwen3-0.6b")->qk_norm, true);
+  EXPECT_EQ(find_preset("llama-3.2-1b")->rope_factor, 32);
+  // Q8_0 / F16: every matrix, 1-D tensors F32.
+  for (const auto& t : plan_tensors(*find_preset("llama-3.2-1b"), MkType::kQ8_0))
+    EXPECT_EQ(t.type, t.ne.size() == 1 ? DType::F32 : DType::Q8_0) << t.name;
+  for (const auto& t : plan_tensors(*find_preset("qwen3-0.6b"), MkType::kF16))
+    EXPECT_EQ(t.type, t.ne.size() == 1 ? DType::F32 : DType::F16) << t.name;
+}
+
+// ---- tokenizer metadata from a real tokenizer.json -------------------------------------
+
+// A model with the real Qwen vocabulary size (padded with [PAD{i}]) and tiny layers.
+TEST(MkmodelTokenizer, QwenVocabularyPaddedAndAgreesWithTokenizerJson) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  const std::string tj = fx + "/tokenizer/hf/qwen3/tokenizer.json";
+  ModelPreset p = *find_preset("test-tiny-qwen2");
+  p.n_vocab = 151936;
+  p.n_embd = 64, p.n_head = 2, p.n_head_kv = 1, p.head_dim = 32, p.n_ff = 64, p.n_layer = 1;
+  TempFile tf("qwenvocab.gguf");
+  MkModelOptions opt;
+  opt.type = MkType::kQ8_0;
+  opt.tokenizer_json = tj;
+  auto rep = make_random_model(p, opt, tf.path);
+  ASSERT_TRUE(rep.ok()) << rep.status().to_string();
+  EXPECT_EQ(rep->n_tokens_real, 151669);
+  auto f = gguf::File::open(tf.path);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ((*f)->get_string("tokenizer.ggml.pre").value(), "qwen2");
+  const auto& toks = *(*f)->get_string_array("tokenizer.ggml.tokens").value();
+  ASSERT_EQ(toks.size(), 151936u);
+  EXPECT_EQ(toks[151643], "<|endoftext|>");
+  EXPECT_EQ(toks[151669], "[PAD151669]");
+  EXPECT_EQ(toks[151935], "[PAD151935]");
+  const gguf::Value* types = (*f)->get_numeric_array("tokenizer.ggml.token_type").value();
+  EXPECT_EQ(types->array_i64(0), 1);        // normal
+  EXPECT_EQ(types->array_i64(151643), 3);   // control
+  EXPECT_EQ(types->array_i64(151667), 4);   // <think>: user-defined (special = false)
+  EXPECT_EQ(types->array_i64(151700), 5);   // padding: unused (as convert_hf_to_gguf.py)
+  EXPECT_EQ((*f)->get_int("tokenizer.ggml.bos_token_id").value(), 151643);
+  EXPECT_EQ((*f)->get_int("tokenizer.ggml.eos_token_id").value(), 151645);
+  EXPECT_EQ((*f)->get_bool("tokenizer.ggml.add_bos_token").value(), false);
+
+  auto g = tok::Tokenizer::from_gguf(**f);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  auto h = tok::Tokenizer::from_hf_json(tj);
+  ASSERT_TRUE(h.ok()) << h.status().to_string();
+  for (const char* text : {"Hello world! The quick brown fox, 12345 times.", "  spaces\n\nand\ttabs ünïcödé 日本語",
+                           "<|im_start|>user\nhi<|im_end|>", "<think>x</think>"}) {
+    for (bool special : {false, true}) {
+      tok::EncodeOptions eo;
+      eo.parse_special = special;
+      auto a = (*g)->encode(text, eo);
+      auto b = (*h)->encode(text, eo);
+      ASSERT_TRUE(a.ok() && b.ok());
+      EXPECT_EQ(a.value(), b.value()) << text;
+    }
+  }
+}
+
+// Llama 3 vocabulary cut to a smaller model (smollm2-135m): the lowest ids
+// are kept, BOS/EOS moved to the end, merges that no longer apply dropped.
+TEST(MkmodelTokenizer, Llama3VocabularyTruncated) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  const std::string tj = fx + "/tokenizer/hf/llama3/tokenizer.json";
+  ModelPreset p = *find_preset("test-tiny");
+  p.n_vocab = 4096;
+  TempFile tf("llamavocab.gguf");
+  MkModelOptions opt;
+  opt.type = MkType::kQ8_0;
+  opt.tokenizer_json = tj;
+  auto rep = make_random_model(p, opt, tf.path);
+  ASSERT_TRUE(rep.ok()) << rep.status().to_string();
+  auto f = gguf::File::open(tf.path);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ((*f)->get_string("tokenizer.ggml.pre").value(), "llama-bpe");
+  const auto& toks = *(*f)->get_string_array("tokenizer.ggml.tokens").value();
+  ASSERT_EQ(toks.size(), 4096u);
+  EXPECT_EQ(toks[4094], "<|begin_of_text|>");
+  EXPECT_EQ(toks[4095], "<|end_of_text|>");
+  EXPECT_EQ((*f)->get_int("tokenizer.ggml.bos_token_id").value(), 4094);
+  EXPECT_EQ((*f)->get_int("tokenizer.ggml.eos_token_id").value(), 4095);
+  auto h = tok::Tokenizer::from_hf_json(tj);
+  ASSERT_TRUE(h.ok());
+  for (size_t i = 0; i < 4094; ++i) ASSERT_EQ(toks[i], (*h)->token_text(static_cast<int32_t>(i))) << i;
+  auto g = tok::Tokenizer::from_gguf(**f);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  EXPECT_TRUE((*g)->add_bos_default());
+  const std::string text = "The quick brown fox jumps over the lazy dog; 2024 was a year.";
+  auto ids = (*g)->encode(text);
+  ASSERT_TRUE(ids.ok());
+  ASSERT_FALSE(ids.value().empty());
+  EXPECT_EQ(ids.value()[0], 4094);
+  for (int32_t id : ids.value()) EXPECT_LT(id, 4096);
+  EXPECT_EQ((*g)->decode(ids.value(), {.skip_special = true}), text);
+}
+
+}  // namespace
+}  // namespace laya
