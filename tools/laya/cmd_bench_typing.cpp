@@ -1,0 +1,341 @@
+// laya bench-typing [-m MODEL] TRACE.jsonl... [--json out.json] [-t THREADS]
+// Keystroke savings: rebuilds each trace's final document and simulates a
+// user typing it left to right. At each cursor position the engine makes a
+// greedy suggestion (up to --max-tokens tokens, the text before the cursor as
+// context); L = the longest common prefix of the suggestion and the rest of
+// the document, cut back to the last word boundary (a position next to a
+// non-alphanumeric character, or the end of the suggestion). If L >= 2 the
+// user presses Tab (1 keystroke) and the cursor advances by L, otherwise the
+// user types one character (1 keystroke).
+//   keystroke savings = 1 - keystrokes / characters
+//   acceptance rate   = accepted suggestions / suggestions shown (non-empty)
+// The KV cache keeps the common token prefix between consecutive positions,
+// so each position costs a short prefill plus the decode steps. Control
+// tokens other than end-of-text (FIM markers) are never suggested; by default
+// the context's last token is re-generated under a prefix constraint (token
+// healing; --no-heal turns it off).
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utf8proc.h>
+#include <vector>
+
+#include "cli_util.h"
+#include "engine/engine.h"
+#include "tokenizer/tokenizer.h"
+
+namespace laya::cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::u32string utf8_to_u32(std::string_view s) {
+  std::u32string out;
+  out.reserve(s.size());
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(s.data());
+  utf8proc_ssize_t n = static_cast<utf8proc_ssize_t>(s.size());
+  while (n > 0) {
+    utf8proc_int32_t cp = 0;
+    utf8proc_ssize_t k = utf8proc_iterate(p, n, &cp);
+    if (k <= 0) {  // invalid byte: U+FFFD, skip one byte
+      cp = 0xFFFD;
+      k = 1;
+    }
+    out.push_back(static_cast<char32_t>(cp));
+    p += k;
+    n -= k;
+  }
+  return out;
+}
+
+std::string u32_to_utf8(const char32_t* s, size_t n) {
+  std::string out;
+  out.reserve(n);
+  utf8proc_uint8_t buf[4];
+  for (size_t i = 0; i < n; ++i) {
+    const utf8proc_ssize_t k = utf8proc_encode_char(static_cast<utf8proc_int32_t>(s[i]), buf);
+    out.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(k));
+  }
+  return out;
+}
+
+bool is_alnum(char32_t c) {
+  if (c < 128) return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
+    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT: case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO:
+    case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_MC:
+      return true;
+    default:
+      return false;
+  }
+}
+
+struct Trace {
+  std::string name;
+  std::u32string doc;
+};
+
+Result<Trace> load_trace(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status(StatusCode::kNotFound, "cannot open " + path);
+  Trace t;
+  std::string base = path.substr(path.find_last_of('/') + 1);
+  if (base.size() > 6 && base.ends_with(".jsonl")) base.resize(base.size() - 6);
+  t.name = base;
+  std::string line;
+  size_t lineno = 0;
+  while (std::getline(f, line)) {
+    ++lineno;
+    if (line.empty()) continue;
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+      return Status(StatusCode::kCorrupt, strformat("%s:%zu: not a JSON object", path.c_str(), lineno));
+    if (lineno == 1 && !j.contains("op")) {
+      if (j.contains("trace") && j["trace"].is_string()) t.name = j["trace"].get<std::string>();
+      continue;
+    }
+    if (!j.contains("op") || !j["op"].is_string() || !j.contains("pos") || !j["pos"].is_number_integer())
+      return Status(StatusCode::kCorrupt, strformat("%s:%zu: event needs op and pos", path.c_str(), lineno));
+    const std::string op = j["op"].get<std::string>();
+    const int64_t pos = j["pos"].get<int64_t>();
+    if (pos < 0 || pos > static_cast<int64_t>(t.doc.size()))
+      return Status(StatusCode::kCorrupt, strformat("%s:%zu: pos %lld out of range", path.c_str(), lineno, (long long)pos));
+    if (op == "insert" || op == "accept") {
+      if (!j.contains("text") || !j["text"].is_string())
+        return Status(StatusCode::kCorrupt, strformat("%s:%zu: %s needs text", path.c_str(), lineno, op.c_str()));
+      t.doc.insert(static_cast<size_t>(pos), utf8_to_u32(j["text"].get<std::string>()));
+    } else if (op == "delete") {
+      const int64_t n = j.value("n", int64_t{0});
+      if (n < 0 || pos + n > static_cast<int64_t>(t.doc.size()))
+        return Status(StatusCode::kCorrupt, strformat("%s:%zu: delete out of range", path.c_str(), lineno));
+      t.doc.erase(static_cast<size_t>(pos), static_cast<size_t>(n));
+    } else if (op != "move") {
+      return Status(StatusCode::kCorrupt, strformat("%s:%zu: unknown op '%s'", path.c_str(), lineno, op.c_str()));
+    }
+  }
+  return t;
+}
+
+struct TraceResult {
+  int64_t chars = 0, keystrokes = 0, shown = 0, accepted = 0, accepted_chars = 0, positions = 0;
+  int64_t prefill_tokens = 0, decode_steps = 0;
+  double seconds = 0;
+};
+
+class Typist {
+ public:
+  Typist(Engine& eng, const tok::Tokenizer& tk, int max_tokens, bool heal)
+      : eng_(eng), tk_(tk), max_tokens_(max_tokens), heal_(heal) {
+    seq_ = eng_.new_sequence();
+    const int64_t n = eng_.n_vocab();
+    stop_.assign(static_cast<size_t>(n), 0);
+    banned_.assign(static_cast<size_t>(n), 0);
+    for (int64_t v = 0; v < n && v < tk_.n_vocab(); ++v) {
+      const int32_t id = static_cast<int32_t>(v);
+      if (id == eng_.hparams().eos_id || tk_.is_eog(id)) stop_[v] = 1;
+      else if (tk_.is_control(id)) banned_[v] = 1;  // FIM markers, BOS: never part of a suggestion
+    }
+  }
+
+  // Greedy suggestion (code points) for the context text; fills token counters.
+  // With healing, the context's last token is taken back and the first
+  // suggested token must start with its bytes (so a context ending inside a
+  // word or after a space is continued as the model would have tokenized it).
+  Result<std::u32string> suggest(const std::string& context, TraceResult* r) {
+    auto enc = tk_.encode(context);
+    if (!enc.ok()) return enc.status();
+    std::vector<int32_t> ids = std::move(enc).value();
+    if (ids.empty()) return std::u32string();
+    std::string heal_prefix;
+    if (heal_ && ids.size() >= 2 && !tk_.is_control(ids.back())) {
+      heal_prefix = tk_.token_bytes(ids.back());
+      ids.pop_back();
+    }
+    const auto& cached = seq_->tokens();
+    size_t common = 0;
+    while (common < cached.size() && common < ids.size() && cached[common] == ids[common]) ++common;
+    if (common >= ids.size()) common = ids.size() - 1;  // re-feed the last token for its logits
+    std::span<const int32_t> rest(ids.data() + common, ids.size() - common);
+    if (Status st = eng_.prefill(*seq_, rest, static_cast<int64_t>(common)); !st.ok()) return st;
+    r->prefill_tokens += static_cast<int64_t>(rest.size());
+    std::string text;
+    const int64_t n_vocab = eng_.n_vocab();
+    for (int i = 0; i < max_tokens_; ++i) {
+      const float* lg = eng_.logits();
+      int32_t best = -1;
+      for (int64_t v = 0; v < n_vocab; ++v) {
+        if (banned_[v]) continue;
+        if (i == 0 && !heal_prefix.empty()) {
+          if (stop_[v]) continue;
+          const std::string& b = tk_.token_bytes(static_cast<int32_t>(v));
+          if (b.size() < heal_prefix.size() || b.compare(0, heal_prefix.size(), heal_prefix) != 0) continue;
+        }
+        if (best < 0 || lg[v] > lg[best]) best = static_cast<int32_t>(v);
+      }
+      if (best < 0 || stop_[best]) break;
+      const std::string& b = tk_.token_bytes(best);
+      text += (i == 0 && !heal_prefix.empty()) ? b.substr(heal_prefix.size()) : b;
+      if (i + 1 == max_tokens_ || seq_->n_past() >= seq_->n_ctx()) break;
+      if (Status st = eng_.decode(*seq_, best); !st.ok()) return st;
+      ++r->decode_steps;
+    }
+    std::u32string s = utf8_to_u32(text);
+    while (!s.empty() && s.back() == 0xFFFD) s.pop_back();  // a cut multi-byte character
+    return s;
+  }
+
+  int64_t context_tokens(const std::string& context) {
+    auto enc = tk_.encode(context);
+    return enc.ok() ? static_cast<int64_t>(enc.value().size()) : 0;
+  }
+
+ private:
+  Engine& eng_;
+  const tok::Tokenizer& tk_;
+  int max_tokens_;
+  bool heal_;
+  std::vector<uint8_t> stop_, banned_;
+  std::unique_ptr<Sequence> seq_;
+};
+
+// Accepted length: the common prefix of suggestion and document, cut back to
+// the last word boundary.
+int64_t accept_length(const std::u32string& sug, const char32_t* rest, int64_t n_rest) {
+  int64_t lcp = 0;
+  const int64_t ns = static_cast<int64_t>(sug.size());
+  while (lcp < ns && lcp < n_rest && sug[lcp] == rest[lcp]) ++lcp;
+  for (int64_t k = lcp; k > 0; --k) {
+    if (k == ns || !is_alnum(sug[k - 1]) || !is_alnum(sug[k])) return k;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int cmd_bench_typing(int argc, char** argv) {
+  CLI::App app{"Keystroke savings of greedy suggestions on typing traces", "laya bench-typing"};
+  std::string model_path = default_model_path(), json_path;
+  std::vector<std::string> traces;
+  int threads = 0, max_tokens = 8;
+  int64_t max_ctx = 2048;
+  bool verbose = false, no_heal = false;
+  app.add_option("-m,--model", model_path, "a .gguf file or a Hugging Face / MLX folder");
+  app.add_option("traces", traces, "trace files (.jsonl)")->required();
+  app.add_option("--json", json_path, "write the results as JSON to this file");
+  app.add_option("-t,--threads", threads, "threads (default: all cores)");
+  app.add_option("--max-tokens", max_tokens, "tokens per suggestion")->check(CLI::Range(1, 64));
+  app.add_option("--max-ctx", max_ctx, "context window cap in tokens (and the model's own)")->check(CLI::Range(64, 1 << 20));
+  app.add_flag("-v,--verbose", verbose, "print each accepted suggestion to stderr");
+  app.add_flag("--no-heal", no_heal, "no token healing: the suggestion starts after the context's last token");
+  CLI11_PARSE(app, argc, argv);
+  if (model_path.empty()) return report_error("bench-typing", Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL"));
+  auto m = Model::load(model_path);
+  if (!m.ok()) return report_error("bench-typing", m.status());
+  std::shared_ptr<const Model> model = std::move(m).value();
+  auto t = model->gguf_file() ? tok::Tokenizer::from_gguf(*model->gguf_file()) : tok::Tokenizer::from_path(model_path);
+  if (!t.ok()) return report_error("bench-typing", t.status());
+  std::unique_ptr<tok::Tokenizer> tk = std::move(t).value();
+  EngineOptions eo;
+  eo.n_threads = threads;
+  const int64_t n_ctx_train = model->hparams().n_ctx_train > 0 ? model->hparams().n_ctx_train : 2048;
+  eo.n_ctx = std::min<int64_t>(n_ctx_train, max_ctx);
+  auto e = Engine::create(model, eo);
+  if (!e.ok()) return report_error("bench-typing", e.status());
+  Engine& eng = **e;
+  const int64_t n_ctx = eng.options().n_ctx > 0 ? eng.options().n_ctx : eo.n_ctx;
+  // Room kept for the suggestion; the context slides (in one jump, to about
+  // half the window, at a line start) when it would overflow.
+  const int64_t budget = n_ctx - max_tokens - 2;
+
+  json out;
+  out["model"] = model_path;
+  out["max_tokens"] = max_tokens;
+  out["n_ctx"] = n_ctx;
+  out["token_healing"] = !no_heal;
+  json jt = json::object();
+  TraceResult total;
+  for (const std::string& path : traces) {
+    auto tr = load_trace(path);
+    if (!tr.ok()) return report_error("bench-typing", tr.status());
+    const std::u32string& doc = tr.value().doc;
+    Typist typist(eng, *tk, max_tokens, !no_heal);
+    TraceResult r;
+    r.chars = static_cast<int64_t>(doc.size());
+    auto t0 = std::chrono::steady_clock::now();
+    int64_t pos = 0, cstart = 0;
+    while (pos < r.chars) {
+      std::string ctx = u32_to_utf8(doc.data() + cstart, static_cast<size_t>(pos - cstart));
+      if (typist.context_tokens(ctx) > budget) {
+        // Jump the window start forward to keep about half of the budget.
+        int64_t lo = cstart, hi = pos;
+        while (lo < hi) {  // smallest start whose context fits in budget / 2
+          const int64_t mid = lo + (hi - lo) / 2;
+          std::string c = u32_to_utf8(doc.data() + mid, static_cast<size_t>(pos - mid));
+          if (typist.context_tokens(c) <= budget / 2) hi = mid; else lo = mid + 1;
+        }
+        int64_t s = lo;
+        while (s < pos && s > 0 && doc[s - 1] != U'\n') ++s;  // a line start, if there is one
+        cstart = s < pos ? s : lo;
+        ctx = u32_to_utf8(doc.data() + cstart, static_cast<size_t>(pos - cstart));
+      }
+      auto sug = typist.suggest(ctx, &r);
+      if (!sug.ok()) return report_error("bench-typing", sug.status());
+      ++r.positions;
+      ++r.keystrokes;
+      if (!sug.value().empty()) ++r.shown;
+      const int64_t L = accept_length(sug.value(), doc.data() + pos, r.chars - pos);
+      if (L >= 2) {
+        ++r.accepted;
+        r.accepted_chars += L;
+        if (verbose) {
+          std::string a = u32_to_utf8(doc.data() + pos, static_cast<size_t>(L));
+          std::fprintf(stderr, "[%s @%lld] +%lld %s\n", tr.value().name.c_str(), (long long)pos, (long long)L, a.c_str());
+        }
+        pos += L;
+      } else {
+        pos += 1;
+      }
+    }
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double ks = r.chars ? 1.0 - static_cast<double>(r.keystrokes) / static_cast<double>(r.chars) : 0.0;
+    const double ar = r.shown ? static_cast<double>(r.accepted) / static_cast<double>(r.shown) : 0.0;
+    jt[tr.value().name] = {{"chars", r.chars}, {"keystrokes", r.keystrokes}, {"keystroke_savings", ks},
+                           {"suggestions_shown", r.shown}, {"accepted", r.accepted}, {"acceptance_rate", ar},
+                           {"accepted_chars", r.accepted_chars}, {"prefill_tokens", r.prefill_tokens},
+                           {"decode_steps", r.decode_steps}, {"seconds", r.seconds},
+                           {"ms_per_suggestion", r.positions ? 1e3 * r.seconds / static_cast<double>(r.positions) : 0.0}};
+    std::printf("%-20s chars %6lld  keystrokes %6lld  savings %6.2f%%  accepted %5lld/%-5lld (%.1f%%)  %.1f s\n",
+                tr.value().name.c_str(), (long long)r.chars, (long long)r.keystrokes, 100 * ks, (long long)r.accepted,
+                (long long)r.shown, 100 * ar, r.seconds);
+    std::fflush(stdout);
+    total.chars += r.chars;
+    total.keystrokes += r.keystrokes;
+    total.shown += r.shown;
+    total.accepted += r.accepted;
+    total.seconds += r.seconds;
+  }
+  const double ks = total.chars ? 1.0 - static_cast<double>(total.keystrokes) / static_cast<double>(total.chars) : 0.0;
+  const double ar = total.shown ? static_cast<double>(total.accepted) / static_cast<double>(total.shown) : 0.0;
+  std::printf("%-20s chars %6lld  keystrokes %6lld  savings %6.2f%%  accepted %5lld/%-5lld (%.1f%%)  %.1f s\n", "overall",
+              (long long)total.chars, (long long)total.keystrokes, 100 * ks, (long long)total.accepted,
+              (long long)total.shown, 100 * ar, total.seconds);
+  out["keystroke_savings"] = ks;
+  out["acceptance_rate"] = ar;
+  out["chars"] = total.chars;
+  out["keystrokes"] = total.keystrokes;
+  out["traces"] = jt;
+  if (!json_path.empty()) {
+    std::ofstream f(json_path);
+    if (!f) return report_error("bench-typing", Status(StatusCode::kIo, "cannot write " + json_path));
+    f << out.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace laya::cli
