@@ -49,6 +49,11 @@ class Backend {
   // Several matrices over the same input x (same cols), as one parallel job:
   // q/k/v, gate/up. Saves a thread synchronisation per extra matrix.
   virtual void matmul_group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) = 0;
+  // SwiGLU feed-forward input: out (n_tok, rows) = silu(x·w_gateᵀ) * (x·w_upᵀ),
+  // fused so each thread applies the activation to the rows it computed.
+  // gate_scratch (n_tok, rows) holds the gate products.
+  virtual void matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const float* x, int64_t n_tok, float* gate_scratch,
+                             float* out) = 0;
   // out (n, cols) = rows ids[0..n) of w, dequantized.
   virtual void get_rows(const Tensor& w, const int32_t* ids, int64_t n, float* out) = 0;
   // out (n_rows, n) = x / rms(x) * w, per row of length n.

@@ -53,11 +53,9 @@ void transformer_forward(const Model& model, Backend& be, const RopeTable& rope,
     be.add(s.x.data(), s.tmp.data(), n * E);
     // --- feed-forward block (SwiGLU) ---
     be.rms_norm(s.x.data(), f32(L.ffn_norm), n, E, hp.rms_eps, s.xn.data());
-    const MatmulOut gate_up[2] = {{&L.w_gate, s.gate.data()},  // (n, n_ff)
-                                  {&L.w_up, s.up.data()}};     // (n, n_ff)
-    be.matmul_group(gate_up, 2, s.xn.data(), n);
-    be.swiglu(s.gate.data(), s.up.data(), n * hp.n_ff, s.gate.data());
-    be.matmul(L.w_down, s.gate.data(), n, s.tmp.data());  // (n, E)
+    // (n, n_ff) = silu(xn · gateᵀ) * (xn · upᵀ)
+    be.matmul_swiglu(L.w_gate, L.w_up, s.xn.data(), n, s.gate.data(), s.up.data());
+    be.matmul(L.w_down, s.up.data(), n, s.tmp.data());  // (n, E)
     be.add(s.x.data(), s.tmp.data(), n * E);
   }
   kv.set_n_past(pos0 + n);

@@ -173,6 +173,24 @@ void CpuBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* x,
   });
 }
 
+void CpuBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const float* x, int64_t n_tok,
+                               float* gate_scratch, float* out) {
+  const int64_t rows = w_gate.rows();
+  if ((packed(w_gate) || packed(w_up)) && n_tok == 1) quantize_x_(x, w_gate.cols(), &qx_);
+  run_on_pool(pool_, [&](int ti, int nt) {
+    int64_t b, e;
+    split(rows, ti, nt, 16, &b, &e);
+    if (b >= e) return;
+    matmul_rows(w_gate, x, n_tok, gate_scratch, b, e, ti);
+    matmul_rows(w_up, x, n_tok, out, b, e, ti);
+    for (int64_t t = 0; t < n_tok; ++t) {
+      float* o = out + t * rows;
+      const float* g = gate_scratch + t * rows;
+      for (int64_t i = b; i < e; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * o[i];
+    }
+  });
+}
+
 void CpuBackend::get_rows(const Tensor& w, const int32_t* ids, int64_t n, float* out) {
   const int64_t cols = w.cols();
   const cpu::DequantizeRowFn deq = cpu::kernels().dequantize_row[static_cast<uint32_t>(w.type)];

@@ -27,6 +27,8 @@ class CpuBackend final : public Backend {
 
   void matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) override;
   void matmul_group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) override;
+  void matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const float* x, int64_t n_tok, float* gate_scratch,
+                     float* out) override;
   void get_rows(const Tensor& w, const int32_t* ids, int64_t n, float* out) override;
   void rms_norm(const float* x, const float* w, int64_t n_rows, int64_t n, float eps, float* out) override;
   void add_bias(float* y, const float* b, int64_t n_rows, int64_t n) override;
