@@ -163,6 +163,47 @@ void BM_EditInsertAtEnd(benchmark::State& state) {
 }
 BENCHMARK(BM_EditInsertAtEnd)->ArgsProduct({{0, 1, 2, 3}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
 
+// The same, typed in the middle of the document (the ids after it shift).
+void BM_EditInsertMiddle(benchmark::State& state) {
+  const Tokenizer* tok = tokenizer(kVocab[state.range(0)]);
+  if (!tok) {
+    state.SkipWithError("fixtures not found (set LAYA_FIXTURES)");
+    return;
+  }
+  std::string doc = repeat_to(trace_document(kTrace[state.range(1)]), 40000);
+  size_t cps = 0, cut = 0, mid = 0;
+  while (cut < doc.size() && cps < 10000) {
+    unsigned char c = doc[cut];
+    cut += c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : 4;
+    if (++cps == 5000) mid = cut;
+  }
+  doc.resize(cut);
+  EditTokenizer et(*tok);
+  (void)et.set_text(doc);
+  const char* keys = state.range(1) == 2 ? "\xE7\x9A\x84" : "e";
+  const size_t klen = std::char_traits<char>::length(keys);
+  std::vector<double> ns;
+  ns.reserve(1 << 16);
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    (void)et.edit(mid, 0, keys);
+    auto t1 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(et.ids().data());
+    state.PauseTiming();
+    ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+    (void)et.edit(mid, klen, "");
+    state.ResumeTiming();
+  }
+  std::sort(ns.begin(), ns.end());
+  if (!ns.empty()) {
+    state.counters["p50_us"] = ns[ns.size() / 2] / 1000.0;
+    state.counters["p99_us"] = ns[std::min(ns.size() - 1, size_t(double(ns.size()) * 0.99))] / 1000.0;
+  }
+  state.counters["incremental"] = et.last_was_full() ? 0 : 1;
+  state.SetLabel(std::string(kVocabName[state.range(0)]) + "/" + kTextName[state.range(1)]);
+}
+BENCHMARK(BM_EditInsertMiddle)->ArgsProduct({{0, 1, 2, 3}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
+
 // Full re-tokenization of the same 10,000-character document, for comparison.
 void BM_FullRetokenize10k(benchmark::State& state) {
   const Tokenizer* tok = tokenizer(kVocab[state.range(0)]);
