@@ -71,6 +71,27 @@ Fixture random_q6k(int64_t rows, int64_t cols, std::mt19937& rng) {
   return f;
 }
 
+Fixture random_q5_0(int64_t rows, int64_t cols, std::mt19937& rng) {
+  Fixture f;
+  const int64_t nb = cols / 32;
+  f.file.resize(static_cast<size_t>(rows * nb) * sizeof(BlockQ5_0));
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> d(1e-4f, 2e-2f);
+  auto* blk = reinterpret_cast<BlockQ5_0*>(f.file.data());
+  for (int64_t i = 0; i < rows * nb; ++i) {
+    blk[i].d = f32_to_fp16(d(rng));
+    for (auto& v : blk[i].qh) v = static_cast<uint8_t>(byte(rng));
+    for (auto& v : blk[i].qs) v = static_cast<uint8_t>(byte(rng));
+  }
+  f.t.type = DType::Q5_0;
+  f.t.n_dims = 2;
+  f.t.ne[0] = cols;
+  f.t.ne[1] = rows;
+  f.t.data = f.file.data();
+  f.t.nbytes = f.file.size();
+  return f;
+}
+
 Fixture random_q4k(int64_t rows, int64_t cols, std::mt19937& rng) {
   Fixture f;
   const int64_t nb = cols / 256;
@@ -125,6 +146,54 @@ TEST(KernelPacked, Q4KDequantizeAndMatvec) {
     if (fast) fast(m, 0, rows / 16, xf.q, yv.data());
     for (int64_t r = 0; r < rows; ++r) {
       ref.dequantize_row[static_cast<uint32_t>(DType::Q4_K)](f.t.row(r), w.data(), cols);
+      double want = 0, bound = 0;
+      for (int64_t b = 0; b < cols / 32; ++b) {
+        double amax = 0;
+        for (int k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(static_cast<double>(x[static_cast<size_t>(b * 32 + k)])));
+        for (int k = 0; k < 32; ++k) {
+          const size_t i = static_cast<size_t>(b * 32 + k);
+          want += static_cast<double>(w[i]) * x[i];
+          bound += (std::fabs(w[i]) + 0.1) * amax / (127.0 * 256.0) + std::fabs(w[i] * x[i]) * 1e-6;
+        }
+      }
+      EXPECT_NEAR(ys[static_cast<size_t>(r)], want, 1.01 * bound) << "scalar row " << r;
+      if (fast) EXPECT_NEAR(yv[static_cast<size_t>(r)], want, 1.01 * bound) << "vnni row " << r;
+    }
+  }
+}
+
+TEST(KernelPacked, Q5_0DequantizeAndMatvec) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  for (int64_t cols : {32, 96, 896}) {
+    const int64_t rows = 32;
+    Fixture f = random_q5_0(rows, cols, rng);
+    std::vector<uint8_t> buf(packed_bytes(f.t) + 64);
+    uint8_t* p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
+    PackedMatrix m;
+    pack(f.t, p, &m);
+    const KernelTable& ref = *kernels_for(Isa::kScalar);
+    std::vector<float> grp(static_cast<size_t>(16 * cols)), w(static_cast<size_t>(cols));
+    for (int64_t g = 0; g < rows / 16; ++g) {
+      dequantize_group(m, g, grp.data());
+      for (int64_t r = 0; r < 16; ++r) {
+        ref.dequantize_row[static_cast<uint32_t>(DType::Q5_0)](f.t.row(g * 16 + r), w.data(), cols);
+        for (int64_t k = 0; k < cols; ++k)
+          ASSERT_NEAR(grp[static_cast<size_t>(r * cols + k)], w[static_cast<size_t>(k)], 1e-6f * std::fabs(w[static_cast<size_t>(k)]) + 1e-9f)
+              << "row " << g * 16 + r << " k " << k;
+      }
+    }
+    std::vector<float> x(static_cast<size_t>(cols));
+    for (auto& v : x) v = nd(rng);
+    XBuf xs(cols), xf(cols);
+    quantize_x(x.data(), cols, &xs.q);
+    quantize_x_best()(x.data(), cols, &xf.q);
+    std::vector<float> ys(static_cast<size_t>(rows)), yv(static_cast<size_t>(rows));
+    packed_matvec_q5_0_scalar(m, 0, rows / 16, xs.q, ys.data());
+    PackedMatvecFn fast = packed_matvec_for(DType::Q5_0);
+    if (fast) fast(m, 0, rows / 16, xf.q, yv.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      ref.dequantize_row[static_cast<uint32_t>(DType::Q5_0)](f.t.row(r), w.data(), cols);
       double want = 0, bound = 0;
       for (int64_t b = 0; b < cols / 32; ++b) {
         double amax = 0;

@@ -58,6 +58,7 @@ size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices) {
   packed_matvec_ = cpu::packed_matvec_best();
   packed_matvec_q4k_ = cpu::packed_matvec_for(DType::Q4_K);
   packed_matvec_q6k_ = cpu::packed_matvec_for(DType::Q6_K);
+  packed_matvec_q5_0_ = cpu::packed_matvec_for(DType::Q5_0);
   quantize_x_ = cpu::quantize_x_best();
   if (!packed_matvec_ || packed_buf_) return 0;
   std::vector<const Tensor*> todo;
@@ -101,7 +102,10 @@ void CpuBackend::matmul_rows(const Tensor& w, const float* x, int64_t n_tok, flo
   if (const cpu::PackedMatrix* pm = packed(w)) {
     // Row ranges are multiples of kTileRows == kPackRows (see matmul_group).
     if (n_tok == 1) {
-      (pm->type == DType::Q4_K ? packed_matvec_q4k_ : pm->type == DType::Q6_K ? packed_matvec_q6k_ : packed_matvec_)(
+      (pm->type == DType::Q4_K   ? packed_matvec_q4k_
+       : pm->type == DType::Q6_K ? packed_matvec_q6k_
+       : pm->type == DType::Q5_0 ? packed_matvec_q5_0_
+                                 : packed_matvec_)(
           *pm, b / cpu::kPackRows, (e + cpu::kPackRows - 1) / cpu::kPackRows, qx_, y);
       return;
     }

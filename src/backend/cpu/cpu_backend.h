@@ -71,6 +71,7 @@ class CpuBackend final : public Backend {
   cpu::PackedMatvecFn packed_matvec_ = nullptr;
   cpu::PackedMatvecFn packed_matvec_q4k_ = nullptr;
   cpu::PackedMatvecFn packed_matvec_q6k_ = nullptr;
+  cpu::PackedMatvecFn packed_matvec_q5_0_ = nullptr;
   cpu::QuantizeXFn quantize_x_ = cpu::quantize_x;
   // The current decode input, quantized once per matmul_group.
   std::vector<int8_t> qx_hi_, qx_lo_;

@@ -12,13 +12,14 @@ namespace laya::cpu {
 
 bool packable(const Tensor& t) {
   if (t.ne[2] != 1 || t.ne[3] != 1 || t.rows() % kPackRows != 0) return false;
-  return (t.type == DType::Q8_0 && t.cols() % 32 == 0) ||
+  return ((t.type == DType::Q8_0 || t.type == DType::Q5_0) && t.cols() % 32 == 0) ||
          ((t.type == DType::Q4_K || t.type == DType::Q6_K) && t.cols() % 256 == 0);
 }
 
 namespace {
 constexpr size_t kQ4kGroupSb = 32 + 32 + 128 + 128 + 2048;  // per super-block of a 16-row group
 constexpr size_t kQ6kGroupSb = 32 + 256 + 2048 + 1024;
+constexpr size_t kQ5Block = 32 + 64 + 256;  // per block of a 16-row group
 
 // The 256 6-bit values of a Q6_K block in element order (ggml's layout).
 void unpack_q6k(const BlockQ6_K& b, uint8_t* q) {
@@ -56,6 +57,7 @@ static size_t scale_bytes_of(int64_t nb) { return (static_cast<size_t>(nb) * 32 
 size_t packed_bytes(const Tensor& t) {
   if (t.type == DType::Q4_K) return static_cast<size_t>(t.rows() / kPackRows) * static_cast<size_t>(t.cols() / 256) * kQ4kGroupSb;
   if (t.type == DType::Q6_K) return static_cast<size_t>(t.rows() / kPackRows) * static_cast<size_t>(t.cols() / 256) * kQ6kGroupSb;
+  if (t.type == DType::Q5_0) return static_cast<size_t>(t.rows() / kPackRows) * static_cast<size_t>(t.cols() / 32) * kQ5Block;
   const int64_t nb = t.cols() / 32;
   return static_cast<size_t>(t.rows() / kPackRows) * (scale_bytes_of(nb) + static_cast<size_t>(nb) * 512);
 }
@@ -63,7 +65,74 @@ size_t packed_bytes(const Tensor& t) {
 void pack(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
   if (t.type == DType::Q4_K) pack_q4_k(t, dst, out);
   else if (t.type == DType::Q6_K) pack_q6_k(t, dst, out);
+  else if (t.type == DType::Q5_0) pack_q5_0(t, dst, out);
   else pack_q8_0(t, dst, out);
+}
+
+void pack_q5_0(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
+  PackedMatrix& m = *out;
+  m.type = DType::Q5_0;
+  m.rows = t.rows();
+  m.cols = t.cols();
+  m.nb = m.cols / 32;
+  m.scale_bytes = 0;
+  m.group_bytes = static_cast<size_t>(m.nb) * kQ5Block;
+  m.data = dst;
+  const size_t stride = t.row_stride();
+  for (int64_t g = 0; g < m.rows / kPackRows; ++g) {
+    for (int64_t b = 0; b < m.nb; ++b) {
+      uint8_t* p = dst + static_cast<size_t>(g) * m.group_bytes + static_cast<size_t>(b) * kQ5Block;
+      for (int64_t r = 0; r < kPackRows; ++r) {
+        BlockQ5_0 blk;
+        std::memcpy(&blk, t.data + static_cast<size_t>(g * kPackRows + r) * stride + static_cast<size_t>(b) * sizeof(BlockQ5_0),
+                    sizeof(blk));
+        uint32_t qh;
+        std::memcpy(&qh, blk.qh, 4);
+        uint8_t q[32];
+        for (int j = 0; j < 16; ++j) {
+          q[j] = static_cast<uint8_t>((blk.qs[j] & 0xF) | (((qh >> j) & 1) << 4));
+          q[j + 16] = static_cast<uint8_t>((blk.qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
+        }
+        std::memcpy(p + 2 * r, &blk.d, 2);
+        uint32_t hb = 0;
+        for (int k = 0; k < 32; ++k) hb |= static_cast<uint32_t>(q[k] >> 4) << k;
+        std::memcpy(p + 32 + 4 * r, &hb, 4);
+        for (int o = 0; o < 4; ++o)
+          for (int i = 0; i < 4; ++i)
+            p[96 + (o * 16 + r) * 4 + i] = static_cast<uint8_t>((q[8 * o + i] & 0xF) | ((q[8 * o + 4 + i] & 0xF) << 4));
+      }
+    }
+  }
+}
+
+static inline int q5_value(const uint8_t* p, int64_t r, int k) {
+  uint32_t hb;
+  std::memcpy(&hb, p + 32 + 4 * r, 4);
+  const int o = k / 8, i = k % 8;
+  const uint8_t v = p[96 + (o * 16 + r) * 4 + (i % 4)];
+  const int lo = i < 4 ? (v & 0xF) : (v >> 4);
+  return lo | static_cast<int>(((hb >> k) & 1) << 4);
+}
+
+void packed_matvec_q5_0_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y) {
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    for (int64_t r = 0; r < kPackRows; ++r) {
+      float acc = 0;
+      for (int64_t b = 0; b < m.nb; ++b) {
+        const uint8_t* p = m.group(g) + static_cast<size_t>(b) * kQ5Block;
+        int32_t shi = 0, slo = 0;
+        for (int k = 0; k < 32; ++k) {
+          const int q = q5_value(p, r, k);
+          shi += q * x.hi[b * 32 + k];
+          slo += q * x.lo[b * 32 + k];
+        }
+        uint16_t h;
+        std::memcpy(&h, p + 2 * r, 2);
+        acc += static_cast<float>(128 * shi + slo - x.corr[b] / 8) * (fp16_to_f32(h) * x.d[b]);
+      }
+      y[g * kPackRows + r] = acc;
+    }
+  }
 }
 
 void pack_q6_k(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
@@ -259,7 +328,23 @@ static void dequantize_group_q6k(const PackedMatrix& m, int64_t g, float* out) {
   }
 }
 
+static void dequantize_group_q5_0(const PackedMatrix& m, int64_t g, float* out) {
+  for (int64_t b = 0; b < m.nb; ++b) {
+    const uint8_t* p = m.group(g) + static_cast<size_t>(b) * kQ5Block;
+    for (int64_t r = 0; r < kPackRows; ++r) {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * r, 2);
+      const float d = fp16_to_f32(h);
+      for (int k = 0; k < 32; ++k) out[r * m.cols + b * 32 + k] = static_cast<float>(q5_value(p, r, k) - 16) * d;
+    }
+  }
+}
+
 void dequantize_group(const PackedMatrix& m, int64_t g, float* out) {
+  if (m.type == DType::Q5_0) {
+    dequantize_group_q5_0(m, g, out);
+    return;
+  }
   if (m.type == DType::Q6_K) {
     dequantize_group_q6k(m, g, out);
     return;
@@ -382,6 +467,7 @@ PackedMatvecFn packed_matvec_for(DType type) {
 #if defined(LAYA_HAVE_X86)
   if (type == DType::Q4_K) return packed_matvec_q4k_avx512vnni;
   if (type == DType::Q6_K) return packed_matvec_q6k_avx512vnni;
+  if (type == DType::Q5_0) return packed_matvec_q5_0_avx512vnni;
 #endif
   return type == DType::Q8_0 ? best : nullptr;
 }

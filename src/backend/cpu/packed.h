@@ -14,6 +14,9 @@
 //   d[16], dmin[16] fp16; sc[8][16], m[8][16] uint8 (the unpacked 6-bit
 //   scales/mins); quants [8 sub-blocks][4 octets][16 rows][4 bytes]: byte i of
 //   octet o holds q[8o + i] (low nibble) and q[8o + 4 + i] (high nibble).
+// Q5_0 layout of one group, per block of 32 (352 bytes, as in the file):
+//   d[16] fp16; high bits [16 rows] u32 (bit k = 5th bit of q[k]); low nibbles
+//   as Q4_K's octets [4][16 rows][4]. w = d·(q − 16).
 // Q6_K layout of one group, per super-block of 256 (3360 bytes, as in the file):
 //   d[16] fp16; sc[16 sub-blocks][16 rows] int8; low nibbles as Q4_K's octets
 //   [32 octets][16 rows][4] (2048 B); high 2-bit planes [16 octet pairs][16 rows][4]
@@ -34,7 +37,7 @@ namespace laya::cpu {
 constexpr int64_t kPackRows = 16;
 
 struct PackedMatrix {
-  DType type = DType::Q8_0;  // Q8_0, Q4_K or Q6_K
+  DType type = DType::Q8_0;  // Q8_0, Q5_0, Q4_K or Q6_K
   int64_t rows = 0, cols = 0, nb = 0;
   size_t scale_bytes = 0;  // per group, padded
   size_t group_bytes = 0;
@@ -60,6 +63,7 @@ void pack(const Tensor& t, uint8_t* dst, PackedMatrix* out);
 void pack_q8_0(const Tensor& t, uint8_t* dst, PackedMatrix* out);
 void pack_q4_k(const Tensor& t, uint8_t* dst, PackedMatrix* out);
 void pack_q6_k(const Tensor& t, uint8_t* dst, PackedMatrix* out);
+void pack_q5_0(const Tensor& t, uint8_t* dst, PackedMatrix* out);
 // 16 rows of group g, dequantized: out (16, cols). Exactly dequantize_row's values.
 void dequantize_group(const PackedMatrix& m, int64_t g, float* out);
 // x (cols floats) → q (buffers of nb blocks, preallocated by the caller).
@@ -78,6 +82,10 @@ void packed_matvec_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_end,
 void packed_matvec_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
 void packed_matvec_q4k_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
 void packed_matvec_q6k_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
+#endif
+void packed_matvec_q5_0_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
+#if defined(LAYA_HAVE_X86)
+void packed_matvec_q5_0_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
 #endif
 void packed_matvec_q6k_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
 void packed_matvec_q4k_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);

@@ -179,3 +179,51 @@ void packed_matvec_q6k_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_
 }
 
 }  // namespace laya::cpu
+
+namespace laya::cpu {
+
+void packed_matvec_q5_0_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y) {
+  constexpr size_t kBlk = 32 + 64 + 256;
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i bit5 = _mm512_set1_epi8(0x10);
+  // Per 4-byte row lane, byte i tests bit i (low-nibble values) or bit 4+i.
+  const __m512i test_lo = _mm512_set1_epi32(0x08040201);
+  const __m512i test_hi = _mm512_set1_epi32(static_cast<int32_t>(0x80402010u));
+  __m512i spread[4];  // byte o of each row's high-bit word, copied to the lane's 4 bytes
+  for (int o = 0; o < 4; ++o) {
+    alignas(64) int8_t c[64];
+    for (int j = 0; j < 64; ++j) c[j] = static_cast<int8_t>((j % 16) / 4 * 4 + o);
+    spread[o] = _mm512_load_si512(c);
+  }
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t b = 0; b < m.nb; ++b) {
+      const uint8_t* p = m.group(g) + static_cast<size_t>(b) * kBlk;
+      for (int l = 0; l < 6; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + 4 * kBlk + l * 64), _MM_HINT_T0);
+      const __m512i hb = _mm512_loadu_si512(p + 32);
+      const int32_t* xh = reinterpret_cast<const int32_t*>(x.hi + b * 32);
+      const int32_t* xl = reinterpret_cast<const int32_t*>(x.lo + b * 32);
+      __m512i h0 = _mm512_setzero_si512(), h1 = _mm512_setzero_si512();
+      __m512i l0 = _mm512_setzero_si512(), l1 = _mm512_setzero_si512();
+      for (int o = 0; o < 4; ++o) {
+        const __m512i v = _mm512_loadu_si512(p + 96 + o * 64);
+        const __m512i hs = _mm512_shuffle_epi8(hb, spread[o]);
+        __m512i qa = _mm512_and_si512(v, low4);
+        __m512i qb = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        qa = _mm512_or_si512(qa, _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(hs, test_lo), bit5));
+        qb = _mm512_or_si512(qb, _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(hs, test_hi), bit5));
+        h0 = _mm512_dpbusd_epi32(h0, qa, _mm512_set1_epi32(xh[2 * o]));
+        l0 = _mm512_dpbusd_epi32(l0, qa, _mm512_set1_epi32(xl[2 * o]));
+        h1 = _mm512_dpbusd_epi32(h1, qb, _mm512_set1_epi32(xh[2 * o + 1]));
+        l1 = _mm512_dpbusd_epi32(l1, qb, _mm512_set1_epi32(xl[2 * o + 1]));
+      }
+      __m512i sI = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(h0, h1), 7), _mm512_add_epi32(l0, l1));
+      sI = _mm512_sub_epi32(sI, _mm512_set1_epi32(x.corr[b] / 8));  // the −16 offset: 16·(128Σhi + Σlo)
+      const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sI), _mm512_mul_ps(dv, _mm512_set1_ps(x.d[b])), acc);
+    }
+    _mm512_storeu_ps(y + g * kPackRows, acc);
+  }
+}
+
+}  // namespace laya::cpu
