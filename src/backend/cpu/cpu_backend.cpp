@@ -1,6 +1,7 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -80,18 +81,27 @@ size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices) {
   if (!packed_buf_) return 0;  // keep the file layout
   madvise(packed_buf_, alloc, MADV_HUGEPAGE);
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<size_t> offsets(todo.size());
   size_t off = 0;
-  for (const Tensor* t : todo) {
-    cpu::PackedMatrix m;
-    cpu::pack(*t, packed_buf_ + off, &m);
-    off += cpu::packed_bytes(*t);
-    packed_.emplace(t->data, m);
-    // Give back the file pages wholly inside this tensor (they are clean and
-    // file-backed: a later read, e.g. an embedding row, faults them back in).
-    const uintptr_t b = (reinterpret_cast<uintptr_t>(t->data) + page - 1) / page * page;
-    const uintptr_t e = (reinterpret_cast<uintptr_t>(t->data) + t->nbytes) / page * page;
-    if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+  for (size_t i = 0; i < todo.size(); ++i) {
+    offsets[i] = off;
+    off += cpu::packed_bytes(*todo[i]);
   }
+  std::vector<cpu::PackedMatrix> mats(todo.size());
+  // Pack on every thread (largest first is not needed: ~200 matrices).
+  std::atomic<size_t> next{0};
+  run_on_pool(pool_, [&](int, int) {
+    for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
+      const Tensor* t = todo[i];
+      cpu::pack(*t, packed_buf_ + offsets[i], &mats[i]);
+      // Give back the file pages wholly inside this tensor (they are clean and
+      // file-backed: a later read, e.g. an embedding row, faults them back in).
+      const uintptr_t b = (reinterpret_cast<uintptr_t>(t->data) + page - 1) / page * page;
+      const uintptr_t e = (reinterpret_cast<uintptr_t>(t->data) + t->nbytes) / page * page;
+      if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
+    }
+  });
+  for (size_t i = 0; i < todo.size(); ++i) packed_.emplace(todo[i]->data, mats[i]);
   return total;
 }
 
