@@ -168,7 +168,9 @@ TEST_F(CliFiles, LogitsWritesNpyOfTheRightShape) {
   ASSERT_EQ(r.code, 0) << r.out;
   ASSERT_TRUE(test::read_npy_f32(out, &b, &err)) << err;
   EXPECT_EQ(b.shape, (std::vector<int64_t>{512}));
-  for (int i = 0; i < 512; ++i) EXPECT_NEAR(b.data[static_cast<size_t>(i)], a.data[static_cast<size_t>(2 * 512 + i)], 1e-4);
+  // Decode steps of a Q8_0 file run the packed int8 kernels (~15-bit
+  // activations), a prefill the float ones: equal to ~1e-3.
+  for (int i = 0; i < 512; ++i) EXPECT_NEAR(b.data[static_cast<size_t>(i)], a.data[static_cast<size_t>(2 * 512 + i)], 2e-3);
 }
 
 TEST_F(CliFiles, BadTokenListAndOutOfRangeToken) {
