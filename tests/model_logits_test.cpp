@@ -26,7 +26,7 @@ std::vector<std::vector<int32_t>> load_prompts(const std::string& fx) {
 
 // Runs every prompt (all positions) and compares with ref/<prefix>_p{i}.npy.
 Err measure(const std::string& fx, const std::string& model_name, const std::string& model_path, const std::string& prefix,
-            DType kv, bool incremental = false) {
+            DType kv, bool incremental = false, bool precise = false) {
   auto m = Model::load(model_path);
   EXPECT_TRUE(m.ok()) << m.status().to_string();
   if (!m.ok()) return {1e9, 1e9};
@@ -35,6 +35,7 @@ Err measure(const std::string& fx, const std::string& model_name, const std::str
   eo.n_threads = 2;
   eo.n_ctx = 512;
   eo.kv_type = kv;
+  if (precise) eo.pack_weights = false;
   auto e = Engine::create(model, eo);
   EXPECT_TRUE(e.ok()) << e.status().to_string();
   Engine& eng = **e;
@@ -93,10 +94,10 @@ TEST_P(ModelLogits, DefaultSettingsWithinTolerance) {
 TEST_P(ModelLogits, PreciseModeMaxAbs) {
   LAYA_REQUIRE_FIXTURES(fx);
   const Case& c = GetParam();
-  Err e = measure(fx, c.model, fx + "/ref-models/" + c.model + "/" + c.file, c.prefix, DType::F32);
+  Err e = measure(fx, c.model, fx + "/ref-models/" + c.model + "/" + c.file, c.prefix, DType::F32, false, true);
   std::printf("[ measure  ] precise %s %s: rel L2 %.3e, max |d| %.3e\n", c.model.c_str(), c.file.c_str(), e.rel_l2, e.max_abs);
   EXPECT_LE(e.rel_l2, c.max_rel_l2);
-  if (c.prefix == "logits") EXPECT_LE(e.max_abs, 1e-3);  // exact float32 weights
+  EXPECT_LE(e.max_abs, 1e-3);  // float32 everywhere: the reference's own rounding noise
 }
 
 TEST_P(ModelLogits, F16KvCacheWithinLlamaCppF32Error) {
@@ -134,7 +135,7 @@ TEST(ModelIncremental, LlamaPrompt2MatchesReference) {
   LAYA_REQUIRE_FIXTURES(fx);
   // logits_incremental_p2 was computed with past_key_values; we compare all 4
   // prompts fed one token at a time against the full-prompt references.
-  Err e = measure(fx, "llama-tiny", fx + "/ref-models/llama-tiny/gguf/llama-tiny-f16.gguf", "logits", DType::F32, true);
+  Err e = measure(fx, "llama-tiny", fx + "/ref-models/llama-tiny/gguf/llama-tiny-f16.gguf", "logits", DType::F32, true, true);
   std::printf("[ measure  ] incremental llama-tiny f16: rel L2 %.3e, max |d| %.3e\n", e.rel_l2, e.max_abs);
   EXPECT_LE(e.max_abs, 1e-3);
 }

@@ -30,6 +30,7 @@ int cmd_logits(int argc, char** argv) {
   eo.n_threads = threads;
   eo.n_ctx = std::max<int64_t>(static_cast<int64_t>(ids->size()), std::min<int64_t>(model->hparams().n_ctx_train, 4096));
   eo.kv_type = precise ? DType::F32 : EngineOptions{}.kv_type;
+  if (precise) eo.pack_weights = false;  // float32 activations in every product
   auto e = Engine::create(model, eo);
   if (!e.ok()) return report_error("logits", e.status());
   Engine& eng = **e;
