@@ -91,6 +91,17 @@ TEST_P(ModelLogits, DefaultSettingsWithinTolerance) {
   EXPECT_LE(e.rel_l2, c.max_rel_l2);
 }
 
+// Token by token through the KV cache: decode steps run the packed int8
+// kernels of quantized files (two-term activations).
+TEST_P(ModelLogits, DefaultSettingsIncremental) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  const Case& c = GetParam();
+  Err e = measure(fx, c.model, fx + "/ref-models/" + c.model + "/" + c.file, c.prefix, EngineOptions{}.kv_type, true);
+  std::printf("[ measure  ] incremental %s %s: rel L2 %.3e, max |d| %.3e\n", c.model.c_str(), c.file.c_str(), e.rel_l2,
+              e.max_abs);
+  EXPECT_LE(e.rel_l2, c.max_rel_l2);
+}
+
 TEST_P(ModelLogits, PreciseModeMaxAbs) {
   LAYA_REQUIRE_FIXTURES(fx);
   const Case& c = GetParam();
