@@ -1,4 +1,5 @@
 // laya bench-typing [-m MODEL] TRACE.jsonl... [--json out.json] [-t THREADS]
+// laya bench-typing [-m MODEL] -p TEXT [-p TEXT...]   (just print the suggestions)
 // Keystroke savings: rebuilds each trace's final document and simulates a
 // user typing it left to right. At each cursor position the engine makes a
 // greedy suggestion (up to --max-tokens tokens, the text before the cursor as
@@ -226,7 +227,9 @@ int cmd_bench_typing(int argc, char** argv) {
   int64_t max_ctx = 2048;
   bool verbose = false, no_heal = false;
   app.add_option("-m,--model", model_path, "a .gguf file or a Hugging Face / MLX folder");
-  app.add_option("traces", traces, "trace files (.jsonl)")->required();
+  std::vector<std::string> prompts;
+  app.add_option("traces", traces, "trace files (.jsonl)");
+  app.add_option("-p,--prompt", prompts, "print the suggestion for this text (repeatable; instead of traces)");
   app.add_option("--json", json_path, "write the results as JSON to this file");
   app.add_option("-t,--threads", threads, "threads (default: all cores)");
   app.add_option("--max-tokens", max_tokens, "tokens per suggestion")->check(CLI::Range(1, 64));
@@ -252,6 +255,27 @@ int cmd_bench_typing(int argc, char** argv) {
   // Room kept for the suggestion; the context slides (in one jump, to about
   // half the window, at a line start) when it would overflow.
   const int64_t budget = n_ctx - max_tokens - 2;
+  if (traces.empty() && prompts.empty())
+    return report_error("bench-typing", Status(StatusCode::kInvalidArgument, "pass trace files or -p TEXT"));
+  if (!prompts.empty()) {
+    json arr = json::array();
+    for (const std::string& p : prompts) {
+      Typist typist(eng, *tk, max_tokens, !no_heal);
+      TraceResult r;
+      auto sug = typist.suggest(p, &r);
+      if (!sug.ok()) return report_error("bench-typing", sug.status());
+      const std::string s = u32_to_utf8(sug.value().data(), sug.value().size());
+      arr.push_back({{"prompt", p}, {"suggestion", s}});
+      std::printf("%s\n", json{{"prompt", p}, {"suggestion", s}}.dump().c_str());
+    }
+    if (traces.empty()) {
+      if (!json_path.empty()) {
+        std::ofstream f(json_path);
+        f << arr.dump(2) << "\n";
+      }
+      return 0;
+    }
+  }
 
   json out;
   out["model"] = model_path;
