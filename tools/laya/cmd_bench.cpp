@@ -1,7 +1,9 @@
 // laya bench -m MODEL [-t THREADS] [--prompt 512] [--gen 128] [--reps N] [--json]
 // Prefill and decode speed, per-token decode latency percentiles, effective
 // bandwidth and peak RSS. Prompt tokens are seeded random ids (as llama-bench
-// uses); decode feeds back the arg-max token.
+// uses). As in llama-bench, the prefill and the decode are separate tests: the
+// decode starts from an empty cache (or from --depth cached tokens) and feeds
+// back the arg-max token.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -49,7 +51,7 @@ uint64_t bytes_per_token(const Model& m) {
 int cmd_bench(int argc, char** argv) {
   CLI::App app{"Measure prefill and decode speed and decode latency", "laya bench"};
   std::string model_path = default_model_path(), kv = "f32";
-  int threads = 0, n_prompt = 512, n_gen = 128, reps = 1, warmup = 8;
+  int threads = 0, n_prompt = 512, n_gen = 128, reps = 1, warmup = 8, depth = 0;
   bool json = false;
   app.add_option("-m,--model", model_path, "a .gguf file or a Hugging Face / MLX folder");
   app.add_option("-t,--threads", threads, "threads (default: all cores)");
@@ -57,6 +59,7 @@ int cmd_bench(int argc, char** argv) {
   app.add_option("-n,--gen", n_gen, "tokens to decode")->check(CLI::Range(0, 1 << 20));
   app.add_option("-r,--reps", reps, "repetitions (the best prefill and all decode steps are reported)")->check(CLI::Range(1, 1000));
   app.add_option("--warmup", warmup, "decode steps run before measuring")->check(CLI::Range(0, 1 << 20));
+  app.add_option("-d,--depth", depth, "tokens in the cache before the decode test (llama-bench -d)")->check(CLI::Range(0, 1 << 20));
   app.add_option("--kv", kv, "KV cache type: f32 or f16")->check(CLI::IsMember({"f32", "f16"}));
   app.add_flag("--json", json, "print one JSON object");
   CLI11_PARSE(app, argc, argv);
@@ -66,7 +69,7 @@ int cmd_bench(int argc, char** argv) {
   std::shared_ptr<const Model> model = std::move(m).value();
   EngineOptions eo;
   eo.n_threads = threads;
-  eo.n_ctx = std::max(n_prompt + n_gen + warmup + 1, 64);
+  eo.n_ctx = std::max({n_prompt, depth + n_gen + warmup + 1, 64});
   eo.n_batch = std::max(1, std::min(n_prompt, 512));
   eo.kv_type = kv == "f16" ? DType::F16 : DType::F32;
   auto e = Engine::create(model, eo);
@@ -75,7 +78,7 @@ int cmd_bench(int argc, char** argv) {
   const int64_t nv = eng.n_vocab();
   auto seq = eng.new_sequence();
   Rng rng(1234);
-  std::vector<int32_t> prompt(static_cast<size_t>(std::max(n_prompt, 1)));
+  std::vector<int32_t> prompt(static_cast<size_t>(std::max({n_prompt, depth, 1})));
   for (auto& t : prompt) t = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(nv));
   using clock = std::chrono::steady_clock;
   double best_prefill = 0;
@@ -84,13 +87,20 @@ int cmd_bench(int argc, char** argv) {
   for (int r = 0; r < reps; ++r) {
     if (n_prompt > 0) {
       auto t0 = clock::now();
-      if (Status st = eng.prefill(*seq, prompt, 0); !st.ok()) return report_error("bench", st);
+      if (Status st = eng.prefill(*seq, std::span<const int32_t>(prompt.data(), static_cast<size_t>(n_prompt)), 0);
+          !st.ok()) {
+        return report_error("bench", st);
+      }
       const double s = std::chrono::duration<double>(clock::now() - t0).count();
       best_prefill = std::max(best_prefill, n_prompt / s);
-    } else {
-      if (Status st = eng.prefill(*seq, std::span<const int32_t>(prompt.data(), 1), 0); !st.ok()) return report_error("bench", st);
     }
-    int32_t tok = static_cast<int32_t>(std::max_element(eng.logits(), eng.logits() + nv) - eng.logits());
+    if (Status st = eng.truncate(*seq, 0); !st.ok()) return report_error("bench", st);
+    if (depth > 0) {
+      if (Status st = eng.prefill(*seq, std::span<const int32_t>(prompt.data(), static_cast<size_t>(depth)), 0); !st.ok()) {
+        return report_error("bench", st);
+      }
+    }
+    int32_t tok = prompt[0];
     for (int i = 0; i < warmup + n_gen; ++i) {
       auto t0 = clock::now();
       if (Status st = eng.decode(*seq, tok); !st.ok()) return report_error("bench", st);
@@ -109,11 +119,11 @@ int cmd_bench(int argc, char** argv) {
   const double decode_tok_s = mean_ms > 0 ? 1000.0 / mean_ms : 0;
   const double rss = peak_rss_mb();
   if (json) {
-    std::printf("{\"model\": \"%s\", \"threads\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"reps\": %d, "
+    std::printf("{\"model\": \"%s\", \"threads\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"depth\": %d, \"reps\": %d, "
                 "\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"decode_ms_mean\": %.4f, \"decode_ms_p50\": %.4f, "
                 "\"decode_ms_p99\": %.4f, \"decode_ms_p999\": %.4f, \"decode_ms_max\": %.4f, \"decode_gb_s\": %.3f, "
                 "\"weight_bytes_per_token\": %.0f, \"peak_rss_mb\": %.1f}\n",
-                model_path.c_str(), eng.options().n_threads, n_prompt, n_gen, reps, best_prefill, decode_tok_s, mean_ms,
+                model_path.c_str(), eng.options().n_threads, n_prompt, n_gen, depth, reps, best_prefill, decode_tok_s, mean_ms,
                 p50, p99, p999, mx, gbs, bpt, rss);
   } else {
     std::printf("model          %s\nthreads        %d\n", model_path.c_str(), eng.options().n_threads);
