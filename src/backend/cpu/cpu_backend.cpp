@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "backend/cpu/attention.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
 #include "core/fp16.h"
@@ -38,7 +39,7 @@ CpuBackend::CpuBackend(const CpuBackendLimits& lim) : lim_(lim), pool_(lim.n_thr
   scratch_.resize(static_cast<size_t>(pool_.size()));
   for (auto& s : scratch_) {
     s.tile.resize(static_cast<size_t>(kTileRows * lim.max_cols));
-    s.scores.resize(static_cast<size_t>(std::max<int64_t>(lim.max_ctx, 1)));
+    s.scores.resize(static_cast<size_t>(std::max<int64_t>(lim.max_ctx, 1) * std::max<int64_t>(lim.max_group, 1)));
     s.vrow.resize(static_cast<size_t>(std::max<int64_t>(lim.max_head_dim, 1)));
   }
   // Resolve the ISA once, outside any hot path.
@@ -272,6 +273,30 @@ void CpuBackend::kv_store(const KvLayerView& kv, const float* k, const float* v,
 
 void CpuBackend::attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
                            float* out) {
+  const int64_t hd = s.head_dim, group = s.n_head / s.n_head_kv, kvd = kv.kv_dim;
+  if (kv.type == DType::F32) {
+    // One work item per (token, KV head): the GQA group's query heads share
+    // every K/V row read.
+    const cpu::AttendGroupFn attend = cpu::attend_group_for(static_cast<int>(group), hd);
+    const int64_t n_work = n_tok * s.n_head_kv;
+    run_on_pool(pool_, [&](int ti, int nt) {
+      int64_t b, e;
+      split(n_work, ti, nt, 1, &b, &e);
+      float* scores = scratch_[static_cast<size_t>(ti)].scores.data();
+      for (int64_t w = b; w < e; ++w) {
+        const int64_t t = w / s.n_head_kv, g = w % s.n_head_kv;
+        const int64_t first_head = t * s.n_head + g * group;
+        attend(q + first_head * hd, static_cast<int>(group), hd, static_cast<const float*>(kv.k) + g * hd,
+               static_cast<const float*>(kv.v) + g * hd, kvd, pos0 + t + 1, s.scale, scores, out + first_head * hd);
+      }
+    });
+    return;
+  }
+  attention_f16(kv, q, n_tok, pos0, s, out);
+}
+
+void CpuBackend::attention_f16(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
+                               float* out) {
   const cpu::KernelTable& kt = cpu::kernels();
   const int64_t hd = s.head_dim, group = s.n_head / s.n_head_kv, kvd = kv.kv_dim;
   const bool f16 = kv.type == DType::F16;

@@ -17,6 +17,7 @@ struct CpuBackendLimits {
   int64_t max_cols = 0;     // longest weight row (max of n_embd, n_ff, q_dim)
   int64_t max_ctx = 0;      // longest attention span
   int64_t max_head_dim = 0;
+  int64_t max_group = 1;    // query heads per KV head
 };
 
 class CpuBackend final : public Backend {
@@ -51,12 +52,14 @@ class CpuBackend final : public Backend {
   static constexpr int64_t kTileRows = 16;
 
  private:
+  void attention_f16(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
+                     float* out);
   // Rows [b, e) of one matrix for tokens x (n_tok, cols), on thread ti.
   void matmul_rows(const Tensor& w, const float* x, int64_t n_tok, float* y, int64_t b, int64_t e, int ti);
 
   struct alignas(64) ThreadScratch {
     std::vector<float> tile;    // kTileRows * max_cols
-    std::vector<float> scores;  // max_ctx
+    std::vector<float> scores;  // max_ctx * max_group
     std::vector<float> vrow;    // max_head_dim
   };
   const cpu::PackedMatrix* packed(const Tensor& w) const {

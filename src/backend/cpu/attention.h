@@ -1,0 +1,27 @@
+// Attention of one query token over a float32 KV cache, for the query heads
+// that share one KV head (GQA group): K/V rows are read once for the whole
+// group. The scalar version is the reference for the SIMD one.
+#pragma once
+
+#include <cstdint>
+
+namespace laya::cpu {
+
+// q: (group, hd) query heads; k, v: n_kv rows with stride kv_stride floats
+// (already offset to this KV head); scores: scratch of group * n_kv floats;
+// out: (group, hd).
+using AttendGroupFn = void (*)(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t kv_stride,
+                               int64_t n_kv, float scale, float* scores, float* out);
+
+void attend_group_scalar(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t kv_stride,
+                         int64_t n_kv, float scale, float* scores, float* out);
+#if defined(LAYA_HAVE_X86)
+// hd % 16 == 0, group <= 8.
+void attend_group_avx512(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t kv_stride,
+                         int64_t n_kv, float scale, float* scores, float* out);
+#endif
+
+// The fastest for this CPU and shape, or the scalar one.
+AttendGroupFn attend_group_for(int group, int64_t hd);
+
+}  // namespace laya::cpu
