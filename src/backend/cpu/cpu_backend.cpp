@@ -39,11 +39,13 @@ CpuBackend::CpuBackend(const CpuBackendLimits& lim) : lim_(lim), pool_(lim.n_thr
   scratch_.resize(static_cast<size_t>(pool_.size()));
   for (auto& s : scratch_) {
     s.tile.resize(static_cast<size_t>(kTileRows * lim.max_cols));
+    s.tileT.resize(static_cast<size_t>(kTileRows * lim.max_cols));
     s.scores.resize(static_cast<size_t>(std::max<int64_t>(lim.max_ctx, 1) * std::max<int64_t>(lim.max_group, 1)));
     s.vrow.resize(static_cast<size_t>(std::max<int64_t>(lim.max_head_dim, 1)));
   }
   // Resolve the ISA once, outside any hot path.
   gemm_ = cpu::gemm_tile_for(cpu::kernels().isa);
+  use_tileT_ = cpu::kernels().isa == cpu::Isa::kAvx512;
   const size_t mc = static_cast<size_t>(std::max<int64_t>(lim.max_cols, 32));
   qx_hi_.resize(mc);
   qx_lo_.resize(mc);
@@ -125,7 +127,7 @@ void CpuBackend::matmul_rows(const Tensor& w, const float* x, int64_t n_tok, flo
     for (int64_t i = 0; i < kTileRows; ++i) rowp[i] = tile + i * cols;
     for (int64_t r0 = b; r0 < e; r0 += kTileRows) {
       cpu::dequantize_group(*pm, r0 / kTileRows, tile);
-      gemm_(rowp, std::min<int64_t>(kTileRows, e - r0), x, cols, n_tok, cols, y + r0, rows);
+      gemm_rows(rowp, std::min<int64_t>(kTileRows, e - r0), x, cols, n_tok, y + r0, rows, ti);
     }
     return;
   }
@@ -154,8 +156,22 @@ void CpuBackend::matmul_rows(const Tensor& w, const float* x, int64_t n_tok, flo
         rowp[i] = tile + i * cols;
       }
     }
-    gemm_(rowp, nr, x, cols, n_tok, cols, y + r0, rows);
+    gemm_rows(rowp, nr, x, cols, n_tok, y + r0, rows, ti);
   }
+}
+
+void CpuBackend::gemm_rows(const float* const* rowp, int64_t nr, const float* x, int64_t cols, int64_t n_tok, float* y,
+                           int64_t ldy, int ti) {
+#if defined(LAYA_HAVE_X86)
+  if (use_tileT_) {
+    float* wt = scratch_[static_cast<size_t>(ti)].tileT.data();
+    cpu::transpose16_avx512(rowp, nr, cols, wt);
+    cpu::gemm_tileT_avx512(wt, nr, x, cols, n_tok, cols, y, ldy);
+    return;
+  }
+#endif
+  (void)ti;
+  gemm_(rowp, nr, x, cols, n_tok, cols, y, ldy);
 }
 
 void CpuBackend::matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) {

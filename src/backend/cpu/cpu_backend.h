@@ -52,6 +52,9 @@ class CpuBackend final : public Backend {
   static constexpr int64_t kTileRows = 16;
 
  private:
+  // y (n_tok, ldy) rows r of the tile rowp[0..nr) for tokens x (n_tok, cols).
+  void gemm_rows(const float* const* rowp, int64_t nr, const float* x, int64_t cols, int64_t n_tok, float* y, int64_t ldy,
+                 int ti);
   void attention_f16(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
                      float* out);
   // Rows [b, e) of one matrix for tokens x (n_tok, cols), on thread ti.
@@ -59,6 +62,7 @@ class CpuBackend final : public Backend {
 
   struct alignas(64) ThreadScratch {
     std::vector<float> tile;    // kTileRows * max_cols
+    std::vector<float> tileT;   // the tile transposed (AVX-512 outer-product GEMM)
     std::vector<float> scores;  // max_ctx * max_group
     std::vector<float> vrow;    // max_head_dim
   };
@@ -69,6 +73,7 @@ class CpuBackend final : public Backend {
   }
 
   CpuBackendLimits lim_;
+  bool use_tileT_ = false;
   std::unordered_map<const uint8_t*, cpu::PackedMatrix> packed_;
   uint8_t* packed_buf_ = nullptr;
   cpu::PackedMatvecFn packed_matvec_ = nullptr;

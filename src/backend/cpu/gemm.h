@@ -23,6 +23,14 @@ void gemm_tile_avx512(const float* const* w, int64_t n_rows, const float* x, int
                       float* y, int64_t ldy);
 #endif
 
+#if defined(LAYA_HAVE_X86)
+// Outer-product form over a transposed tile wt (k, 16) (AVX-512).
+void gemm_tileT_avx512(const float* wt, int64_t n_rows, const float* x, int64_t ldx, int64_t n_tok, int64_t k, float* y,
+                       int64_t ldy);
+// rows (n_rows <= 16 pointers to k floats) → wt (k, 16), missing rows zero.
+void transpose16_avx512(const float* const* rows, int64_t n_rows, int64_t k, float* wt);
+#endif
+
 // The tile function of an ISA (scalar when the ISA has none).
 GemmTileFn gemm_tile_for(Isa isa);
 

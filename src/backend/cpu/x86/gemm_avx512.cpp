@@ -56,3 +56,58 @@ void gemm_tile_avx512(const float* const* w, int64_t n_rows, const float* x, int
 }
 
 }  // namespace laya::cpu
+
+namespace laya::cpu {
+
+// Outer-product form over a transposed 16-row tile: wt (k, 16) holds rows
+// r0..r0+15 column by column, so one load feeds 8 tokens' FMAs and no
+// horizontal sums are needed. y[t * ldy + r] for t < n_tok, r < n_rows (<= 16).
+void gemm_tileT_avx512(const float* wt, int64_t n_rows, const float* x, int64_t ldx, int64_t n_tok, int64_t k, float* y,
+                       int64_t ldy) {
+  const __mmask16 rm = static_cast<__mmask16>(n_rows >= 16 ? 0xFFFF : (1u << n_rows) - 1);
+  int64_t t = 0;
+  for (; t + 8 <= n_tok; t += 8) {
+    __m512 acc[8];
+    for (int i = 0; i < 8; ++i) acc[i] = _mm512_setzero_ps();
+    const float* xt = x + t * ldx;
+    for (int64_t j = 0; j < k; ++j) {
+      const __m512 w = _mm512_loadu_ps(wt + j * 16);
+      for (int i = 0; i < 8; ++i) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(xt[i * ldx + j]), w, acc[i]);
+    }
+    for (int i = 0; i < 8; ++i) _mm512_mask_storeu_ps(y + (t + i) * ldy, rm, acc[i]);
+  }
+  for (; t < n_tok; ++t) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    const float* xt = x + t * ldx;
+    int64_t j = 0;
+    for (; j + 2 <= k; j += 2) {
+      a0 = _mm512_fmadd_ps(_mm512_set1_ps(xt[j]), _mm512_loadu_ps(wt + j * 16), a0);
+      a1 = _mm512_fmadd_ps(_mm512_set1_ps(xt[j + 1]), _mm512_loadu_ps(wt + (j + 1) * 16), a1);
+    }
+    if (j < k) a0 = _mm512_fmadd_ps(_mm512_set1_ps(xt[j]), _mm512_loadu_ps(wt + j * 16), a0);
+    _mm512_mask_storeu_ps(y + t * ldy, rm, _mm512_add_ps(a0, a1));
+  }
+}
+
+// (16, k) row-major → (k, 16), rows past n_rows zero.
+void transpose16_avx512(const float* const* rows, int64_t n_rows, int64_t k, float* wt) {
+  int64_t j = 0;
+  for (; j + 16 <= k; j += 16) {
+    // Gather a 16x16 block with strided loads; the compiler turns the scalar
+    // stores into vector ones poorly, so do it by rows.
+    for (int r = 0; r < 16; ++r) {
+      if (r < n_rows) {
+        const __m512 v = _mm512_loadu_ps(rows[r] + j);
+        alignas(64) float tmp[16];
+        _mm512_store_ps(tmp, v);
+        for (int c = 0; c < 16; ++c) wt[(j + c) * 16 + r] = tmp[c];
+      } else {
+        for (int c = 0; c < 16; ++c) wt[(j + c) * 16 + r] = 0.f;
+      }
+    }
+  }
+  for (; j < k; ++j)
+    for (int r = 0; r < 16; ++r) wt[j * 16 + r] = r < n_rows ? rows[r][j] : 0.f;
+}
+
+}  // namespace laya::cpu
