@@ -29,6 +29,17 @@ inline __m512 exp_avx512(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
+// Horizontal sums of 4 vectors at once: [Σa, Σb, Σc, Σd] (about 10 µops
+// instead of 4 separate reductions of ~8).
+inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));  // a b a b per 128 lane
+  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  const __m512 abcd = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(ab), _mm512_castps_pd(cd))),
+                                    _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(ab), _mm512_castps_pd(cd))));
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(abcd), _mm512_extractf32x8_ps(abcd, 1));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
 }  // namespace
 
 void attend_group_avx512(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t kv_stride,
@@ -43,7 +54,13 @@ void attend_group_avx512(const float* q, int group, int64_t hd, const float* k, 
       const __m512 kv = _mm512_loadu_ps(kr + c * 16);
       for (int h = 0; h < group; ++h) acc[h] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(q + h * hd + c * 16), acc[h]);
     }
-    for (int h = 0; h < group; ++h) scores[h * n_kv + j] = _mm512_reduce_add_ps(acc[h]) * scale;
+    int h = 0;
+    for (; h + 4 <= group; h += 4) {
+      alignas(16) float r[4];
+      _mm_store_ps(r, _mm_mul_ps(reduce4(acc[h], acc[h + 1], acc[h + 2], acc[h + 3]), _mm_set1_ps(scale)));
+      for (int i = 0; i < 4; ++i) scores[(h + i) * n_kv + j] = r[i];
+    }
+    for (; h < group; ++h) scores[h * n_kv + j] = _mm512_reduce_add_ps(acc[h]) * scale;
   }
   // Softmax per head.
   for (int h = 0; h < group; ++h) {
