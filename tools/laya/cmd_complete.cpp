@@ -2,6 +2,7 @@
 // Streams the continuation to stdout as it is generated.
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "cli_util.h"
@@ -87,9 +88,24 @@ int cmd_complete(int argc, char** argv) {
     dopt.strip_leading_space = false;  // a continuation keeps its leading space
     detok = std::make_unique<tok::StreamingDetokenizer>(*tk, dopt);
   }
+  // Control tokens other than end-of-generation (fill-in-the-middle markers,
+  // BOS, ...) are never part of a continuation: mask them out.
+  std::vector<int32_t> banned;
+  if (tk) {
+    for (int32_t id = 0; id < std::min<int32_t>(tk->n_vocab(), static_cast<int32_t>(eng.n_vocab())); ++id)
+      if (tk->is_control(id) && !tk->is_eog(id)) banned.push_back(id);
+  }
+  std::vector<float> logits(static_cast<size_t>(eng.n_vocab()));
   int generated = 0;
   for (int i = 0; i < n_predict; ++i) {
-    const int32_t next = sampler.sample(eng.logits(), history);
+    std::copy(eng.logits(), eng.logits() + eng.n_vocab(), logits.begin());
+    for (int32_t id : banned) logits[static_cast<size_t>(id)] = -INFINITY;
+    // An empty continuation is no suggestion: the first token is never the end.
+    if (i == 0 && tk) {
+      for (int32_t id = 0; id < std::min<int32_t>(tk->n_vocab(), static_cast<int32_t>(eng.n_vocab())); ++id)
+        if (tk->is_eog(id)) logits[static_cast<size_t>(id)] = -INFINITY;
+    }
+    const int32_t next = sampler.sample(logits.data(), history);
     if (next == model->hparams().eos_id || (tk && tk->is_eog(next))) break;
     history.push_back(next);
     ++generated;

@@ -3,6 +3,8 @@
 //   laya tokenize ... --batch   < lines of {"text": ...}   → lines of {"ids": [...]}
 //   laya detokenize (-m ... | --tokenizer ...) [--skip-special] [--json] --ids 1,2,3
 #include <CLI/CLI.hpp>
+
+#include "cli_util.h"
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -24,6 +26,7 @@ int fail(const char* cmd, const std::string& msg) {
 Result<std::unique_ptr<tok::Tokenizer>> load(const std::string& model, const std::string& tokenizer) {
   if (!tokenizer.empty()) return tok::Tokenizer::from_path(tokenizer);
   if (!model.empty()) return tok::Tokenizer::from_path(model);
+  if (const std::string def = default_model_path(); !def.empty()) return tok::Tokenizer::from_path(def);
   return Status(StatusCode::kInvalidArgument, "give -m MODEL.gguf or --tokenizer tokenizer.json");
 }
 
