@@ -258,6 +258,35 @@ TEST(KernelPacked, Q6KDequantizeAndMatvec) {
   }
 }
 
+TEST(KernelPacked, TransposedDequantizeEqualsRowMajor) {
+#if defined(LAYA_HAVE_X86)
+  if (!packed_matvec_best()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  std::mt19937 rng(9);
+  for (int which = 0; which < 4; ++which) {
+    Fixture f = which == 0 ? random_q8(32, 512, rng)
+              : which == 1 ? random_q4k(32, 512, rng)
+              : which == 2 ? random_q6k(32, 512, rng)
+                           : random_q5_0(32, 512, rng);
+    std::vector<uint8_t> buf(packed_bytes(f.t) + 64);
+    uint8_t* p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
+    PackedMatrix m;
+    pack(f.t, p, &m);
+    std::vector<float> rm(16 * 512), wt(16 * 512);
+    for (int64_t g = 0; g < 2; ++g) {
+      dequantize_group(m, g, rm.data());
+      dequantize_group_t_avx512(m, g, wt.data());
+      for (int64_t r = 0; r < 16; ++r)
+        for (int64_t k = 0; k < 512; ++k)
+          ASSERT_NEAR(wt[static_cast<size_t>(k * 16 + r)], rm[static_cast<size_t>(r * 512 + k)],
+                      1e-6f * std::fabs(rm[static_cast<size_t>(r * 512 + k)]) + 1e-9f)
+              << dtype_name(f.t.type) << " row " << r << " k " << k;
+    }
+  }
+#else
+  GTEST_SKIP() << "x86 only";
+#endif
+}
+
 TEST(KernelPacked, DequantizeGroupEqualsFileLayout) {
   std::mt19937 rng(1);
   Fixture f = random_q8(48, 96, rng);

@@ -123,6 +123,16 @@ void CpuBackend::matmul_rows(const Tensor& w, const float* x, int64_t n_tok, flo
       return;
     }
     float* tile = scratch_[static_cast<size_t>(ti)].tile.data();
+#if defined(LAYA_HAVE_X86)
+    if (use_tileT_) {  // packed groups dequantize straight into the transposed tile
+      float* wt = scratch_[static_cast<size_t>(ti)].tileT.data();
+      for (int64_t r0 = b; r0 < e; r0 += kTileRows) {
+        cpu::dequantize_group_t_avx512(*pm, r0 / kTileRows, wt);
+        cpu::gemm_tileT_avx512(wt, std::min<int64_t>(kTileRows, e - r0), x, cols, n_tok, cols, y + r0, rows);
+      }
+      return;
+    }
+#endif
     const float* rowp[kTileRows];
     for (int64_t i = 0; i < kTileRows; ++i) rowp[i] = tile + i * cols;
     for (int64_t r0 = b; r0 < e; r0 += kTileRows) {

@@ -66,6 +66,10 @@ void pack_q6_k(const Tensor& t, uint8_t* dst, PackedMatrix* out);
 void pack_q5_0(const Tensor& t, uint8_t* dst, PackedMatrix* out);
 // 16 rows of group g, dequantized: out (16, cols). Exactly dequantize_row's values.
 void dequantize_group(const PackedMatrix& m, int64_t g, float* out);
+#if defined(LAYA_HAVE_X86)
+// The same values transposed: wt (cols, 16), wt[k * 16 + r] = row r, column k.
+void dequantize_group_t_avx512(const PackedMatrix& m, int64_t g, float* wt);
+#endif
 // x (cols floats) → q (buffers of nb blocks, preallocated by the caller).
 void quantize_x(const float* x, int64_t cols, QuantizedX* q);
 using QuantizeXFn = void (*)(const float* x, int64_t cols, QuantizedX* q);

@@ -227,3 +227,94 @@ void packed_matvec_q5_0_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64
 }
 
 }  // namespace laya::cpu
+
+namespace laya::cpu {
+
+namespace {
+inline __m512i field(__m512i v, int shift, int mask) {
+  return _mm512_and_si512(_mm512_srlv_epi32(v, _mm512_set1_epi32(shift)), _mm512_set1_epi32(mask));
+}
+}  // namespace
+
+// Prefill: group g straight into the transposed tile wt (cols, 16) that the
+// outer-product GEMM reads — lane r of every packed vector is row r, so this
+// is shifts and masks, with no separate transpose.
+void dequantize_group_t_avx512(const PackedMatrix& m, int64_t g, float* wt) {
+  const uint8_t* gp = m.group(g);
+  if (m.type == DType::Q8_0) {
+    const uint8_t* quants = gp + m.scale_bytes;
+    for (int64_t b = 0; b < m.nb; ++b) {
+      const __m512 sv = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(gp + b * 32)));
+      for (int j = 0; j < 8; ++j) {
+        const __m512i v = _mm512_load_si512(quants + b * 512 + j * 64);
+        for (int i = 0; i < 4; ++i) {
+          const __m512i q = _mm512_sub_epi32(field(v, 8 * i, 0xFF), _mm512_set1_epi32(128));
+          _mm512_storeu_ps(wt + (b * 32 + 4 * j + i) * 16, _mm512_mul_ps(_mm512_cvtepi32_ps(q), sv));
+        }
+      }
+    }
+    return;
+  }
+  if (m.type == DType::Q4_K) {
+    constexpr size_t kSb = 32 + 32 + 128 + 128 + 2048;
+    for (int64_t sb = 0; sb < m.cols / 256; ++sb) {
+      const uint8_t* p = gp + static_cast<size_t>(sb) * kSb;
+      const __m512 dv = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
+      const __m512 dmv = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p + 32)));
+      for (int s = 0; s < 8; ++s) {
+        const __m512 a = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p + 64 + s * 16)))));
+        const __m512 mb = _mm512_mul_ps(dmv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p + 192 + s * 16)))));
+        for (int o = 0; o < 4; ++o) {
+          const __m512i v = _mm512_load_si512(p + 320 + (s * 4 + o) * 64);
+          for (int i = 0; i < 4; ++i) {
+            const int64_t k = sb * 256 + s * 32 + 8 * o + i;
+            _mm512_storeu_ps(wt + k * 16, _mm512_fmsub_ps(a, _mm512_cvtepi32_ps(field(v, 8 * i, 0xF)), mb));
+            _mm512_storeu_ps(wt + (k + 4) * 16, _mm512_fmsub_ps(a, _mm512_cvtepi32_ps(field(v, 8 * i + 4, 0xF)), mb));
+          }
+        }
+      }
+    }
+    return;
+  }
+  if (m.type == DType::Q6_K) {
+    constexpr size_t kSb = 32 + 256 + 2048 + 1024;
+    for (int64_t sb = 0; sb < m.cols / 256; ++sb) {
+      const uint8_t* p = gp + static_cast<size_t>(sb) * kSb;
+      const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+      for (int o = 0; o < 32; ++o) {
+        const __m512 sc = _mm512_mul_ps(
+            dv, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32 + (o / 2) * 16)))));
+        const __m512i v = _mm512_loadu_si512(p + 288 + o * 64);
+        const __m512i h = _mm512_loadu_si512(p + 288 + 2048 + (o / 2) * 64);
+        const int hs = (o % 2) * 4;
+        for (int i = 0; i < 4; ++i) {
+          const __m512i qa = _mm512_or_si512(field(v, 8 * i, 0xF), _mm512_slli_epi32(field(h, 8 * i + hs, 3), 4));
+          const __m512i qb = _mm512_or_si512(field(v, 8 * i + 4, 0xF), _mm512_slli_epi32(field(h, 8 * i + hs + 2, 3), 4));
+          const int64_t k = sb * 256 + 8 * o + i;
+          _mm512_storeu_ps(wt + k * 16, _mm512_mul_ps(sc, _mm512_cvtepi32_ps(_mm512_sub_epi32(qa, _mm512_set1_epi32(32)))));
+          _mm512_storeu_ps(wt + (k + 4) * 16, _mm512_mul_ps(sc, _mm512_cvtepi32_ps(_mm512_sub_epi32(qb, _mm512_set1_epi32(32)))));
+        }
+      }
+    }
+    return;
+  }
+  // Q5_0
+  constexpr size_t kBlk = 32 + 64 + 256;
+  for (int64_t b = 0; b < m.nb; ++b) {
+    const uint8_t* p = gp + static_cast<size_t>(b) * kBlk;
+    const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    const __m512i hb = _mm512_loadu_si512(p + 32);
+    for (int o = 0; o < 4; ++o) {
+      const __m512i v = _mm512_loadu_si512(p + 96 + o * 64);
+      for (int i = 0; i < 4; ++i) {
+        const __m512i qa = _mm512_or_si512(field(v, 8 * i, 0xF), _mm512_slli_epi32(field(hb, 8 * o + i, 1), 4));
+        const __m512i qb = _mm512_or_si512(field(v, 8 * i + 4, 0xF), _mm512_slli_epi32(field(hb, 8 * o + 4 + i, 1), 4));
+        const int64_t k = b * 32 + 8 * o + i;
+        _mm512_storeu_ps(wt + k * 16, _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_sub_epi32(qa, _mm512_set1_epi32(16)))));
+        _mm512_storeu_ps(wt + (k + 4) * 16, _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_sub_epi32(qb, _mm512_set1_epi32(16)))));
+      }
+    }
+  }
+}
+
+}  // namespace laya::cpu
