@@ -54,6 +54,23 @@ CpuBackend::CpuBackend(const CpuBackendLimits& lim) : lim_(lim), pool_(lim.n_thr
   qx_sum_.resize(mc / 32 + 1);
   qx_corr16_.resize(mc / 16 + 2);
   qx_ = cpu::QuantizedX{0, qx_hi_.data(), qx_lo_.data(), qx_d_.data(), qx_corr_.data(), qx_sum_.data(), qx_corr16_.data()};
+#if defined(LAYA_HAVE_X86)
+  packed_gemm_ = cpu::packed_matvec_best() != nullptr;
+#endif
+  if (packed_gemm_ && lim.max_batch > 1) {
+    const size_t nb = mc / 32 + 1, bt = static_cast<size_t>(lim.max_batch);
+    qxb_hi_.resize(bt * mc);
+    qxb_lo_.resize(bt * mc);
+    qxb_d_.resize(bt * nb);
+    qxb_sum_.resize(bt * nb);
+    qxb_corr_.resize(bt * nb);
+    qxb_corr16_.resize(bt * 2 * nb);
+    qxb_.resize(bt);
+    for (size_t t = 0; t < bt; ++t) {
+      qxb_[t] = cpu::QuantizedX{0, qxb_hi_.data() + t * mc, qxb_lo_.data() + t * mc, qxb_d_.data() + t * nb,
+                                qxb_corr_.data() + t * nb, qxb_sum_.data() + t * nb, qxb_corr16_.data() + t * 2 * nb};
+    }
+  }
 }
 
 CpuBackend::~CpuBackend() { std::free(packed_buf_); }
@@ -110,8 +127,31 @@ size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices) {
 
 const char* CpuBackend::name() const { return "cpu"; }
 
+bool CpuBackend::uses_packed_gemm(const Tensor& w, int64_t n_tok) const {
+#if defined(LAYA_HAVE_X86)
+  if (n_tok <= 1 || !packed_gemm_ || n_tok > static_cast<int64_t>(qxb_.size())) return false;
+  const cpu::PackedMatrix* pm = packed(w);
+  return pm && cpu::packed_gemm_supported(pm->type);
+#else
+  (void)w;
+  (void)n_tok;
+  return false;
+#endif
+}
+
+void CpuBackend::quantize_batch(const float* x, int64_t n_tok, int64_t cols) {
+  for (int64_t t = 0; t < n_tok; ++t) quantize_x_(x + t * cols, cols, &qxb_[static_cast<size_t>(t)]);
+}
+
 void CpuBackend::matmul_rows(const Tensor& w, const float* x, int64_t n_tok, float* y, int64_t b, int64_t e, int ti) {
   const int64_t rows = w.rows(), cols = w.cols();
+#if defined(LAYA_HAVE_X86)
+  if (uses_packed_gemm(w, n_tok)) {
+    cpu::packed_gemm_avx512vnni(*packed(w), b / cpu::kPackRows, (e + cpu::kPackRows - 1) / cpu::kPackRows, qxb_.data(),
+                                n_tok, y, rows);
+    return;
+  }
+#endif
   if (const cpu::PackedMatrix* pm = packed(w)) {
     // Row ranges are multiples of kTileRows == kPackRows (see matmul_group).
     if (n_tok == 1) {
@@ -199,6 +239,9 @@ void CpuBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* x,
     any_packed |= packed(*outs[i].w) != nullptr;
   }
   if (any_packed && n_tok == 1) quantize_x_(x, outs[0].w->cols(), &qx_);
+  bool any_gemm = false;
+  for (int i = 0; i < n_outs; ++i) any_gemm |= uses_packed_gemm(*outs[i].w, n_tok);
+  if (any_gemm) quantize_batch(x, n_tok, outs[0].w->cols());
   static_assert(kTileRows == cpu::kPackRows, "packed groups are tiles");
   const int64_t grain = 16;
   run_on_pool(pool_, [&](int ti, int nt) {
@@ -218,6 +261,7 @@ void CpuBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const f
                                float* gate_scratch, float* out) {
   const int64_t rows = w_gate.rows();
   if ((packed(w_gate) || packed(w_up)) && n_tok == 1) quantize_x_(x, w_gate.cols(), &qx_);
+  if (uses_packed_gemm(w_gate, n_tok) || uses_packed_gemm(w_up, n_tok)) quantize_batch(x, n_tok, w_gate.cols());
   run_on_pool(pool_, [&](int ti, int nt) {
     int64_t b, e;
     split(rows, ti, nt, 16, &b, &e);

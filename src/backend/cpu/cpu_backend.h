@@ -18,6 +18,7 @@ struct CpuBackendLimits {
   int64_t max_ctx = 0;      // longest attention span
   int64_t max_head_dim = 0;
   int64_t max_group = 1;    // query heads per KV head
+  int64_t max_batch = 1;    // tokens per forward pass (prefill chunk)
 };
 
 class CpuBackend final : public Backend {
@@ -88,6 +89,15 @@ class CpuBackend final : public Backend {
   std::vector<float> qx_sum_;
   std::vector<int32_t> qx_corr16_;
   cpu::QuantizedX qx_;
+  // Prefill: every token's activations quantized (packed int8 GEMM).
+  std::vector<int8_t> qxb_hi_, qxb_lo_;
+  std::vector<float> qxb_d_, qxb_sum_;
+  std::vector<int32_t> qxb_corr_, qxb_corr16_;
+  std::vector<cpu::QuantizedX> qxb_;
+  bool packed_gemm_ = false;
+  // Quantizes x (n_tok, cols) into qxb_ when a packed int8 GEMM will read it.
+  void quantize_batch(const float* x, int64_t n_tok, int64_t cols);
+  bool uses_packed_gemm(const Tensor& w, int64_t n_tok) const;
   void (*gemm_)(const float* const*, int64_t, const float*, int64_t, int64_t, int64_t, float*, int64_t) = nullptr;
   ThreadPool pool_;
   std::vector<ThreadScratch> scratch_;

@@ -93,6 +93,13 @@ void packed_matvec_q5_0_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64
 #endif
 void packed_matvec_q6k_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
 void packed_matvec_q4k_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
+#if defined(LAYA_HAVE_X86)
+// Several tokens at once (prefill): xs[t] are the tokens' quantized
+// activations; y[t * ldy + row]. Q8_0 and Q4_K only (packed_gemm_supported).
+bool packed_gemm_supported(DType type);
+void packed_gemm_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX* xs, int64_t n_tok,
+                            float* y, int64_t ldy);
+#endif
 // The kernel for m.type from the fastest available set (see packed_matvec_best).
 PackedMatvecFn packed_matvec_for(DType type);
 // The fastest available; nullptr when the CPU has no fast path (then the

@@ -76,16 +76,13 @@ void gemm_tileT_avx512(const float* wt, int64_t n_rows, const float* x, int64_t 
     }
     for (int i = 0; i < 8; ++i) _mm512_mask_storeu_ps(y + (t + i) * ldy, rm, acc[i]);
   }
+  // Remaining tokens: the same single accumulation chain per token as above,
+  // so a token's result does not depend on how the batch was cut.
   for (; t < n_tok; ++t) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    __m512 a0 = _mm512_setzero_ps();
     const float* xt = x + t * ldx;
-    int64_t j = 0;
-    for (; j + 2 <= k; j += 2) {
-      a0 = _mm512_fmadd_ps(_mm512_set1_ps(xt[j]), _mm512_loadu_ps(wt + j * 16), a0);
-      a1 = _mm512_fmadd_ps(_mm512_set1_ps(xt[j + 1]), _mm512_loadu_ps(wt + (j + 1) * 16), a1);
-    }
-    if (j < k) a0 = _mm512_fmadd_ps(_mm512_set1_ps(xt[j]), _mm512_loadu_ps(wt + j * 16), a0);
-    _mm512_mask_storeu_ps(y + t * ldy, rm, _mm512_add_ps(a0, a1));
+    for (int64_t j = 0; j < k; ++j) a0 = _mm512_fmadd_ps(_mm512_set1_ps(xt[j]), _mm512_loadu_ps(wt + j * 16), a0);
+    _mm512_mask_storeu_ps(y + t * ldy, rm, a0);
   }
 }
 

@@ -318,3 +318,96 @@ void dequantize_group_t_avx512(const PackedMatrix& m, int64_t g, float* wt) {
 }
 
 }  // namespace laya::cpu
+
+namespace laya::cpu {
+
+// Prefill over packed Q8_0 / Q4_K: several tokens' two-term int8 activations
+// against one group at a time, so each weight vector loaded feeds 2 × nt
+// vpdpbusd. y[t * ldy + g * 16 + r].
+namespace {
+
+template <int NT>
+void q8_tokens(const PackedMatrix& m, int64_t g, const QuantizedX* xs, float* y, int64_t ldy) {
+  const uint8_t* gp = m.group(g);
+  const uint8_t* quants = gp + m.scale_bytes;
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < m.nb; ++b) {
+    const uint8_t* qb = quants + b * 512;
+    __m512i h[NT], l[NT];
+    for (int t = 0; t < NT; ++t) h[t] = l[t] = _mm512_setzero_si512();
+    for (int j = 0; j < 8; ++j) {
+      const __m512i w = _mm512_load_si512(qb + j * 64);
+      for (int t = 0; t < NT; ++t) {
+        h[t] = _mm512_dpbusd_epi32(h[t], w, _mm512_set1_epi32(reinterpret_cast<const int32_t*>(xs[t].hi + b * 32)[j]));
+        l[t] = _mm512_dpbusd_epi32(l[t], w, _mm512_set1_epi32(reinterpret_cast<const int32_t*>(xs[t].lo + b * 32)[j]));
+      }
+    }
+    const __m512 sc = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(gp + b * 32)));
+    for (int t = 0; t < NT; ++t) {
+      __m512i s = _mm512_add_epi32(_mm512_slli_epi32(h[t], 7), l[t]);
+      s = _mm512_sub_epi32(s, _mm512_set1_epi32(xs[t].corr[b]));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(sc, _mm512_set1_ps(xs[t].d[b])), acc[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy + g * kPackRows, acc[t]);
+}
+
+template <int NT>
+void q4k_tokens(const PackedMatrix& m, int64_t g, const QuantizedX* xs, float* y, int64_t ldy) {
+  constexpr size_t kSb = 32 + 32 + 128 + 128 + 2048;
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t sb = 0; sb < m.cols / 256; ++sb) {
+    const uint8_t* p = m.group(g) + static_cast<size_t>(sb) * kSb;
+    const __m512 dv = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
+    const __m512 dmv = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p + 32)));
+    for (int s = 0; s < 8; ++s) {
+      const int64_t b = sb * 8 + s;
+      __m512i h[NT], l[NT];
+      for (int t = 0; t < NT; ++t) h[t] = l[t] = _mm512_setzero_si512();
+      for (int o = 0; o < 4; ++o) {
+        const __m512i v = _mm512_load_si512(p + 320 + (s * 4 + o) * 64);
+        const __m512i qa = _mm512_and_si512(v, low4);
+        const __m512i qb = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        for (int t = 0; t < NT; ++t) {
+          const int32_t* xh = reinterpret_cast<const int32_t*>(xs[t].hi + b * 32);
+          const int32_t* xl = reinterpret_cast<const int32_t*>(xs[t].lo + b * 32);
+          h[t] = _mm512_dpbusd_epi32(h[t], qa, _mm512_set1_epi32(xh[2 * o]));
+          l[t] = _mm512_dpbusd_epi32(l[t], qa, _mm512_set1_epi32(xl[2 * o]));
+          h[t] = _mm512_dpbusd_epi32(h[t], qb, _mm512_set1_epi32(xh[2 * o + 1]));
+          l[t] = _mm512_dpbusd_epi32(l[t], qb, _mm512_set1_epi32(xl[2 * o + 1]));
+        }
+      }
+      const __m512 a = _mm512_mul_ps(dv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p + 64 + s * 16)))));
+      const __m512 mb = _mm512_mul_ps(dmv, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(p + 192 + s * 16)))));
+      for (int t = 0; t < NT; ++t) {
+        const __m512i sI = _mm512_add_epi32(_mm512_slli_epi32(h[t], 7), l[t]);
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sI), _mm512_mul_ps(a, _mm512_set1_ps(xs[t].d[b])), acc[t]);
+        acc[t] = _mm512_fnmadd_ps(mb, _mm512_set1_ps(xs[t].sum[b]), acc[t]);
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) _mm512_storeu_ps(y + t * ldy + g * kPackRows, acc[t]);
+}
+
+}  // namespace
+
+bool packed_gemm_supported(DType type) { return type == DType::Q8_0 || type == DType::Q4_K; }
+
+void packed_gemm_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX* xs, int64_t n_tok,
+                            float* y, int64_t ldy) {
+  for (int64_t g = g_begin; g < g_end; ++g) {
+    int64_t t = 0;
+    if (m.type == DType::Q8_0) {
+      for (; t + 4 <= n_tok; t += 4) q8_tokens<4>(m, g, xs + t, y + t * ldy, ldy);
+      for (; t < n_tok; ++t) q8_tokens<1>(m, g, xs + t, y + t * ldy, ldy);
+    } else {
+      for (; t + 4 <= n_tok; t += 4) q4k_tokens<4>(m, g, xs + t, y + t * ldy, ldy);
+      for (; t < n_tok; ++t) q4k_tokens<1>(m, g, xs + t, y + t * ldy, ldy);
+    }
+  }
+}
+
+}  // namespace laya::cpu
