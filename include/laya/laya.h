@@ -1,0 +1,95 @@
+/* laya — the plain C API (for Swift, Python, Rust, ... bindings).
+ *
+ * Opaque handles; every fallible call returns a laya_status and, when it is
+ * not LAYA_OK, leaves a message for laya_last_error() on the calling thread.
+ * No call exits or aborts the process. Handles are not thread-safe: use one
+ * engine (and its sequences) from one thread at a time; several engines may
+ * run in parallel.
+ */
+#ifndef LAYA_LAYA_H
+#define LAYA_LAYA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum laya_status {
+  LAYA_OK = 0,
+  LAYA_INVALID_ARGUMENT = 1, /* a NULL handle, a bad count, a token id out of range */
+  LAYA_NOT_FOUND = 2,        /* file, key or tensor absent */
+  LAYA_CORRUPT = 3,          /* the file violates its format (message names file, key/tensor, position) */
+  LAYA_UNSUPPORTED = 4,      /* valid but not implemented: architecture, dtype, version */
+  LAYA_OUT_OF_RANGE = 5,     /* a position past the cached tokens or the context length */
+  LAYA_IO = 6,               /* the OS refused to open or map a file */
+  LAYA_OUT_OF_MEMORY = 7,    /* an allocation or lock was refused */
+  LAYA_INTERNAL = 8          /* a bug in laya: please report the message */
+} laya_status;
+
+typedef struct laya_model laya_model;
+typedef struct laya_engine laya_engine;
+typedef struct laya_sequence laya_sequence;
+typedef struct laya_tokenizer laya_tokenizer;
+
+/* The message of the last failed call on this thread ("" if none). Valid
+ * until the next laya call on this thread. */
+const char* laya_last_error(void);
+
+/* Loads a .gguf file or a Hugging Face / MLX folder (config.json +
+ * safetensors). Weights are memory-mapped, not copied.
+ * Returns LAYA_NOT_FOUND, LAYA_CORRUPT, LAYA_UNSUPPORTED or LAYA_IO on failure;
+ * *out is set only on LAYA_OK. */
+laya_status laya_model_load(const char* path, laya_model** out);
+/* Frees a model; engines created from it keep it alive until they are freed. */
+void laya_model_free(laya_model* model);
+
+/* Creates an engine: thread pool, scratch and RoPE tables sized for n_ctx
+ * tokens (0: min(training context, 4096)); n_threads 0 = all cores.
+ * LAYA_INVALID_ARGUMENT for a NULL model or an n_ctx above 16M. */
+laya_status laya_engine_create(laya_model* model, int n_threads, int64_t n_ctx, laya_engine** out);
+void laya_engine_free(laya_engine* engine);
+int64_t laya_engine_n_vocab(const laya_engine* engine);
+int64_t laya_engine_n_ctx(const laya_engine* engine);
+
+/* A new empty sequence (its own KV cache of n_ctx positions, allocated here).
+ * A sequence must be freed before its engine. */
+laya_status laya_sequence_new(laya_engine* engine, laya_sequence** out);
+void laya_sequence_free(laya_sequence* seq);
+/* Tokens whose keys/values are cached. */
+int64_t laya_sequence_n_past(const laya_sequence* seq);
+
+/* Feeds n tokens at positions pos, pos+1, ... after cutting the cache back to
+ * pos (pos <= n_past). Afterwards laya_logits() holds the last token's logits.
+ * LAYA_OUT_OF_RANGE if pos > n_past or pos + n > n_ctx; LAYA_INVALID_ARGUMENT
+ * for n == 0 or an id outside [0, n_vocab). Allocates nothing. */
+laya_status laya_prefill(laya_engine* engine, laya_sequence* seq, const int32_t* tokens, int64_t n, int64_t pos);
+/* One decode step: token at position n_past. Errors as laya_prefill. */
+laya_status laya_decode(laya_engine* engine, laya_sequence* seq, int32_t token);
+/* Cuts the cache back to pos (LAYA_OUT_OF_RANGE if pos > n_past). */
+laya_status laya_truncate(laya_engine* engine, laya_sequence* seq, int64_t pos);
+/* n_vocab logits of the last token of the last prefill/decode on this engine;
+ * valid until the next prefill/decode. */
+const float* laya_logits(const laya_engine* engine);
+
+/* The tokenizer of a model (GGUF metadata, or tokenizer.json in the folder). */
+laya_status laya_tokenizer_from_model(const laya_model* model, laya_tokenizer** out);
+void laya_tokenizer_free(laya_tokenizer* tok);
+/* Encodes len bytes of UTF-8 text. parse_special != 0 splits special-token
+ * text such as "<|endoftext|>"; add_bos: 1 yes, 0 no, -1 the tokenizer's
+ * default. Writes at most cap ids and sets *n_out to the number of ids the
+ * text has: if *n_out > cap the call returns LAYA_OUT_OF_RANGE and the caller
+ * retries with a larger buffer. */
+laya_status laya_tokenize(const laya_tokenizer* tok, const char* text, size_t len, int parse_special, int add_bos,
+                          int32_t* ids, int64_t cap, int64_t* n_out);
+/* Decodes n ids into buf (cap bytes, NUL-terminated when it fits); *len_out is
+ * the text's length without the NUL. LAYA_OUT_OF_RANGE when cap <= *len_out. */
+laya_status laya_detokenize(const laya_tokenizer* tok, const int32_t* ids, int64_t n, char* buf, size_t cap,
+                            size_t* len_out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LAYA_LAYA_H */

@@ -1,0 +1,166 @@
+// The C API (include/laya/laya.h) over the C++ engine. No exception or
+// error escapes: every failure becomes a laya_status plus a thread-local
+// message.
+#include "laya/laya.h"
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "tokenizer/tokenizer.h"
+
+struct laya_model {
+  std::shared_ptr<const laya::Model> m;
+};
+struct laya_engine {
+  std::unique_ptr<laya::Engine> e;
+};
+struct laya_sequence {
+  std::unique_ptr<laya::Sequence> s;
+};
+struct laya_tokenizer {
+  std::unique_ptr<laya::tok::Tokenizer> t;
+};
+
+namespace {
+
+thread_local std::string g_error;
+
+laya_status set(const laya::Status& st) {
+  if (st.ok()) {
+    g_error.clear();
+    return LAYA_OK;
+  }
+  g_error = st.message();
+  return static_cast<laya_status>(static_cast<int>(st.code()));
+}
+
+laya_status invalid(const char* what) {
+  g_error = what;
+  return LAYA_INVALID_ARGUMENT;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* laya_last_error(void) { return g_error.c_str(); }
+
+laya_status laya_model_load(const char* path, laya_model** out) {
+  if (!path || !out) return invalid("laya_model_load: path and out must not be NULL");
+  try {
+    auto r = laya::Model::load(path);
+    if (!r.ok()) return set(r.status());
+    *out = new laya_model{std::shared_ptr<const laya::Model>(std::move(r).value())};
+    return set(laya::Status::Ok());
+  } catch (const std::bad_alloc&) {
+    g_error = "laya_model_load: out of memory";
+    return LAYA_OUT_OF_MEMORY;
+  }
+}
+
+void laya_model_free(laya_model* model) { delete model; }
+
+laya_status laya_engine_create(laya_model* model, int n_threads, int64_t n_ctx, laya_engine** out) {
+  if (!model || !out) return invalid("laya_engine_create: model and out must not be NULL");
+  try {
+    laya::EngineOptions o;
+    o.n_threads = n_threads;
+    o.n_ctx = n_ctx;
+    auto r = laya::Engine::create(model->m, o);
+    if (!r.ok()) return set(r.status());
+    *out = new laya_engine{std::move(r).value()};
+    return set(laya::Status::Ok());
+  } catch (const std::bad_alloc&) {
+    g_error = "laya_engine_create: out of memory (lower n_ctx?)";
+    return LAYA_OUT_OF_MEMORY;
+  }
+}
+
+void laya_engine_free(laya_engine* engine) { delete engine; }
+int64_t laya_engine_n_vocab(const laya_engine* engine) { return engine ? engine->e->n_vocab() : 0; }
+int64_t laya_engine_n_ctx(const laya_engine* engine) { return engine ? engine->e->options().n_ctx : 0; }
+
+laya_status laya_sequence_new(laya_engine* engine, laya_sequence** out) {
+  if (!engine || !out) return invalid("laya_sequence_new: engine and out must not be NULL");
+  try {
+    *out = new laya_sequence{engine->e->new_sequence()};
+    return set(laya::Status::Ok());
+  } catch (const std::bad_alloc&) {
+    g_error = "laya_sequence_new: out of memory for the KV cache (lower n_ctx?)";
+    return LAYA_OUT_OF_MEMORY;
+  }
+}
+
+void laya_sequence_free(laya_sequence* seq) { delete seq; }
+int64_t laya_sequence_n_past(const laya_sequence* seq) { return seq ? seq->s->n_past() : 0; }
+
+laya_status laya_prefill(laya_engine* engine, laya_sequence* seq, const int32_t* tokens, int64_t n, int64_t pos) {
+  if (!engine || !seq || (!tokens && n > 0) || n < 0) return invalid("laya_prefill: NULL handle or negative count");
+  return set(engine->e->prefill(*seq->s, std::span<const int32_t>(tokens, static_cast<size_t>(n)), pos));
+}
+
+laya_status laya_decode(laya_engine* engine, laya_sequence* seq, int32_t token) {
+  if (!engine || !seq) return invalid("laya_decode: NULL handle");
+  return set(engine->e->decode(*seq->s, token));
+}
+
+laya_status laya_truncate(laya_engine* engine, laya_sequence* seq, int64_t pos) {
+  if (!engine || !seq) return invalid("laya_truncate: NULL handle");
+  return set(engine->e->truncate(*seq->s, pos));
+}
+
+const float* laya_logits(const laya_engine* engine) { return engine ? engine->e->logits() : nullptr; }
+
+laya_status laya_tokenizer_from_model(const laya_model* model, laya_tokenizer** out) {
+  if (!model || !out) return invalid("laya_tokenizer_from_model: model and out must not be NULL");
+  auto r = model->m->gguf_file() ? laya::tok::Tokenizer::from_gguf(*model->m->gguf_file())
+                                 : laya::tok::Tokenizer::from_path(model->m->path());
+  if (!r.ok()) return set(r.status());
+  *out = new laya_tokenizer{std::move(r).value()};
+  return set(laya::Status::Ok());
+}
+
+void laya_tokenizer_free(laya_tokenizer* tok) { delete tok; }
+
+laya_status laya_tokenize(const laya_tokenizer* tok, const char* text, size_t len, int parse_special, int add_bos,
+                          int32_t* ids, int64_t cap, int64_t* n_out) {
+  if (!tok || (!text && len > 0) || !n_out || (!ids && cap > 0) || cap < 0) return invalid("laya_tokenize: bad argument");
+  laya::tok::EncodeOptions o;
+  o.parse_special = parse_special != 0;
+  if (add_bos >= 0) o.add_bos = add_bos != 0;
+  auto r = tok->t->encode(std::string_view(text ? text : "", len), o);
+  if (!r.ok()) return set(r.status());
+  const auto& v = r.value();
+  *n_out = static_cast<int64_t>(v.size());
+  if (*n_out > cap) {
+    g_error = "laya_tokenize: the text has " + std::to_string(v.size()) + " ids, the buffer holds " + std::to_string(cap);
+    return LAYA_OUT_OF_RANGE;
+  }
+  if (!v.empty()) std::memcpy(ids, v.data(), v.size() * sizeof(int32_t));
+  return set(laya::Status::Ok());
+}
+
+laya_status laya_detokenize(const laya_tokenizer* tok, const int32_t* ids, int64_t n, char* buf, size_t cap,
+                            size_t* len_out) {
+  if (!tok || (!ids && n > 0) || n < 0 || !len_out || (!buf && cap > 0)) return invalid("laya_detokenize: bad argument");
+  for (int64_t i = 0; i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= tok->t->n_vocab()) {
+      g_error = "laya_detokenize: id " + std::to_string(ids[i]) + " at index " + std::to_string(i) + " is out of range [0, " +
+                std::to_string(tok->t->n_vocab()) + ")";
+      return LAYA_INVALID_ARGUMENT;
+    }
+  }
+  const std::string s = tok->t->decode(std::span<const int32_t>(ids, static_cast<size_t>(n)));
+  *len_out = s.size();
+  if (cap <= s.size()) {
+    g_error = "laya_detokenize: the text has " + std::to_string(s.size()) + " bytes, the buffer holds " + std::to_string(cap);
+    return LAYA_OUT_OF_RANGE;
+  }
+  std::memcpy(buf, s.data(), s.size());
+  buf[s.size()] = '\0';
+  return set(laya::Status::Ok());
+}
+
+}  // extern "C"
