@@ -127,6 +127,7 @@ int cmd_complete(int argc, char** argv) {
     std::fwrite(s.data(), 1, s.size(), stdout);
   }
   std::printf("\n");
+  std::fflush(stdout);  // the text before the timing line on a shared terminal
   auto t2 = clock::now();
   if (show_stats) {
     const double pre = std::chrono::duration<double>(t1 - t0).count();
