@@ -52,7 +52,7 @@ TEST_F(DefaultModel, TokenizerRoundTrips) {
   tok::DecodeOptions d;
   d.skip_special = true;
   d.strip_leading_space = false;
-  for (const std::string text : {
+  for (const std::string& text : {
            std::string("def bisect_left(a, x, lo=0, hi=None):\n    \"\"\"Return the index.\"\"\"\n    if lo < 0:\n"
                        "        raise ValueError('lo must be non-negative')\n"),
            std::string("Meeting notes, 3 March: we agreed to ship the release on Friday.  Action items follow."),

@@ -81,7 +81,7 @@ TEST(ModelGreedy, Float32ReferenceAllModelsAndFormats) {
   const auto ps = prompts(fx);
   for (const char* m : {"llama-tiny", "qwen2-tiny", "qwen3-tiny"}) {
     auto ref = nlohmann::json::parse(test::read_text_file(fx + "/ref-models/" + m + "/reference.json"));
-    for (const std::string file : {std::string("gguf/") + m + "-f16.gguf", std::string("hf")}) {
+    for (const std::string& file : {std::string("gguf/") + m + "-f16.gguf", std::string("hf")}) {
       for (bool inc : {false, true}) {
         Checked c = check(fx + "/ref-models/" + m + "/" + file, ps, ref["reference"]["prompts"], inc);
         std::printf("[ measure  ] %s %s%s: %d/%d compared steps equal (%d steps)\n", m, file.c_str(),

@@ -70,8 +70,6 @@ class Backend {
   // cache rows [0, pos0 + t]; out (n_tok, n_head * head_dim).
   virtual void attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
                          float* out) = 0;
-  // out (n) = silu(gate) * up.
-  virtual void swiglu(const float* gate, const float* up, int64_t n, float* out) = 0;
 };
 
 }  // namespace laya

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace laya {
@@ -26,18 +27,11 @@ class ThreadPool {
   using Fn = void (*)(void* ctx, int thread_index, int n_threads);
   void run(Fn fn, void* ctx);
 
-  // Convenience: calls body(i) for i in [0, n) split in contiguous chunks.
+  // Runs f(thread_index, n_threads) on every thread (a lambda's captures
+  // are the context; nothing is allocated).
   template <typename F>
-  void parallel_for(int64_t n, F&& body) {
-    struct Ctx { F* f; int64_t n; } c{&body, n};
-    run([](void* p, int ti, int nt) {
-          auto* c = static_cast<Ctx*>(p);
-          const int64_t per = (c->n + nt - 1) / nt;
-          const int64_t b = per * ti;
-          const int64_t e = b + per < c->n ? b + per : c->n;
-          for (int64_t i = b; i < e; ++i) (*c->f)(i);
-        },
-        &c);
+  void run_each(F&& f) {
+    run([](void* p, int ti, int nt) { (*static_cast<std::remove_reference_t<F>*>(p))(ti, nt); }, &f);
   }
 
  private:

@@ -17,12 +17,6 @@ namespace laya {
 
 namespace {
 
-// Runs f(thread_index, n_threads) on every pool thread.
-template <typename F>
-void run_on_pool(ThreadPool& pool, F&& f) {
-  pool.run([](void* p, int ti, int nt) { (*static_cast<F*>(p))(ti, nt); }, &f);
-}
-
 // [begin, end) of n items for thread ti of nt, in units of `grain`.
 inline void split(int64_t n, int ti, int nt, int64_t grain, int64_t* b, int64_t* e) {
   const int64_t units = (n + grain - 1) / grain;
@@ -46,29 +40,21 @@ CpuBackend::CpuBackend(const CpuBackendLimits& lim) : lim_(lim), pool_(lim.n_thr
   // Resolve the ISA once, outside any hot path.
   gemm_ = cpu::gemm_tile_for(cpu::kernels().isa);
   use_tileT_ = cpu::kernels().isa == cpu::Isa::kAvx512;
-  const size_t mc = static_cast<size_t>(std::max<int64_t>(lim.max_cols, 32));
-  qx_hi_.resize(mc);
-  qx_lo_.resize(mc);
-  qx_d_.resize(mc / 32 + 1);
-  qx_corr_.resize(mc / 32 + 1);
-  qx_sum_.resize(mc / 32 + 1);
-  qx_corr16_.resize(mc / 16 + 2);
-  qx_ = cpu::QuantizedX{0, qx_hi_.data(), qx_lo_.data(), qx_d_.data(), qx_corr_.data(), qx_sum_.data(), qx_corr16_.data()};
-#if defined(LAYA_HAVE_X86)
-  packed_gemm_ = cpu::packed_matvec_best() != nullptr;
-#endif
-  if (packed_gemm_ && lim.max_batch > 1) {
-    const size_t nb = mc / 32 + 1, bt = static_cast<size_t>(lim.max_batch);
-    qxb_hi_.resize(bt * mc);
-    qxb_lo_.resize(bt * mc);
-    qxb_d_.resize(bt * nb);
-    qxb_sum_.resize(bt * nb);
-    qxb_corr_.resize(bt * nb);
-    qxb_corr16_.resize(bt * 2 * nb);
-    qxb_.resize(bt);
+  // Activations quantized for the packed int8 kernels, one row per token of
+  // a forward pass (row 0 is the decode input). Only where the kernels exist.
+  if (cpu::packed_matvec_best()) {
+    const size_t mc = static_cast<size_t>(std::max<int64_t>(lim.max_cols, 32));
+    const size_t nb = mc / 32 + 1, bt = static_cast<size_t>(std::max<int64_t>(lim.max_batch, 1));
+    qx_hi_.resize(bt * mc);
+    qx_lo_.resize(bt * mc);
+    qx_d_.resize(bt * nb);
+    qx_sum_.resize(bt * nb);
+    qx_corr_.resize(bt * nb);
+    qx_corr16_.resize(bt * 2 * nb);
+    qx_.resize(bt);
     for (size_t t = 0; t < bt; ++t) {
-      qxb_[t] = cpu::QuantizedX{0, qxb_hi_.data() + t * mc, qxb_lo_.data() + t * mc, qxb_d_.data() + t * nb,
-                                qxb_corr_.data() + t * nb, qxb_sum_.data() + t * nb, qxb_corr16_.data() + t * 2 * nb};
+      qx_[t] = cpu::QuantizedX{0, qx_hi_.data() + t * mc, qx_lo_.data() + t * mc, qx_d_.data() + t * nb,
+                               qx_corr_.data() + t * nb, qx_sum_.data() + t * nb, qx_corr16_.data() + t * 2 * nb};
     }
   }
 }
@@ -76,13 +62,10 @@ CpuBackend::CpuBackend(const CpuBackendLimits& lim) : lim_(lim), pool_(lim.n_thr
 CpuBackend::~CpuBackend() { std::free(packed_buf_); }
 
 size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices) {
-  packed_matvec_ = cpu::packed_matvec_best();
-  packed_matvec_q4k_ = cpu::packed_matvec_for(DType::Q4_K);
-  packed_matvec_q6k_ = cpu::packed_matvec_for(DType::Q6_K);
-  packed_matvec_q5_0_ = cpu::packed_matvec_for(DType::Q5_0);
   quantize_x_ = cpu::quantize_x_best();
-  if (!packed_matvec_ || packed_buf_) return 0;
+  if (!cpu::packed_matvec_best() || packed_buf_) return 0;
   std::vector<const Tensor*> todo;
+  std::vector<size_t> offsets;
   size_t total = 0;
   for (const Tensor* t : matrices) {
     if (!t->present() || !cpu::packable(*t) || t->cols() > lim_.max_cols) continue;
@@ -90,6 +73,7 @@ size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices) {
     for (const Tensor* u : todo) dup |= u->data == t->data;  // tied embeddings
     if (dup) continue;
     todo.push_back(t);
+    offsets.push_back(total);
     total += cpu::packed_bytes(*t);
   }
   if (todo.empty()) return 0;
@@ -101,16 +85,10 @@ size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices) {
   if (!packed_buf_) return 0;  // keep the file layout
   madvise(packed_buf_, alloc, MADV_HUGEPAGE);
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  std::vector<size_t> offsets(todo.size());
-  size_t off = 0;
-  for (size_t i = 0; i < todo.size(); ++i) {
-    offsets[i] = off;
-    off += cpu::packed_bytes(*todo[i]);
-  }
   std::vector<cpu::PackedMatrix> mats(todo.size());
   // Pack on every thread (largest first is not needed: ~200 matrices).
   std::atomic<size_t> next{0};
-  run_on_pool(pool_, [&](int, int) {
+  pool_.run_each([&](int, int) {
     for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
       const Tensor* t = todo[i];
       cpu::pack(*t, packed_buf_ + offsets[i], &mats[i]);
@@ -121,7 +99,8 @@ size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices) {
       if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
     }
   });
-  for (size_t i = 0; i < todo.size(); ++i) packed_.emplace(todo[i]->data, mats[i]);
+  for (size_t i = 0; i < todo.size(); ++i)
+    packed_.emplace(todo[i]->data, PackedEntry{mats[i], cpu::packed_matvec_for(mats[i].type)});
   return total;
 }
 
@@ -129,9 +108,9 @@ const char* CpuBackend::name() const { return "cpu"; }
 
 bool CpuBackend::uses_packed_gemm(const Tensor& w, int64_t n_tok) const {
 #if defined(LAYA_HAVE_X86)
-  if (n_tok <= 1 || !packed_gemm_ || n_tok > static_cast<int64_t>(qxb_.size())) return false;
-  const cpu::PackedMatrix* pm = packed(w);
-  return pm && cpu::packed_gemm_supported(pm->type);
+  if (n_tok <= 1 || n_tok > static_cast<int64_t>(qx_.size())) return false;
+  const PackedEntry* pe = packed(w);
+  return pe && cpu::packed_gemm_supported(pe->m.type);
 #else
   (void)w;
   (void)n_tok;
@@ -139,27 +118,29 @@ bool CpuBackend::uses_packed_gemm(const Tensor& w, int64_t n_tok) const {
 #endif
 }
 
-void CpuBackend::quantize_batch(const float* x, int64_t n_tok, int64_t cols) {
-  for (int64_t t = 0; t < n_tok; ++t) quantize_x_(x + t * cols, cols, &qxb_[static_cast<size_t>(t)]);
+void CpuBackend::quantize_packed_input(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) {
+  bool needed = false;
+  for (int i = 0; i < n_outs; ++i)
+    needed |= n_tok == 1 ? packed(*outs[i].w) != nullptr : uses_packed_gemm(*outs[i].w, n_tok);
+  if (!needed) return;
+  const int64_t cols = outs[0].w->cols();
+  for (int64_t t = 0; t < n_tok; ++t) quantize_x_(x + t * cols, cols, &qx_[static_cast<size_t>(t)]);
 }
 
 void CpuBackend::matmul_rows(const Tensor& w, const float* x, int64_t n_tok, float* y, int64_t b, int64_t e, int ti) {
   const int64_t rows = w.rows(), cols = w.cols();
 #if defined(LAYA_HAVE_X86)
   if (uses_packed_gemm(w, n_tok)) {
-    cpu::packed_gemm_avx512vnni(*packed(w), b / cpu::kPackRows, (e + cpu::kPackRows - 1) / cpu::kPackRows, qxb_.data(),
+    cpu::packed_gemm_avx512vnni(packed(w)->m, b / cpu::kPackRows, (e + cpu::kPackRows - 1) / cpu::kPackRows, qx_.data(),
                                 n_tok, y, rows);
     return;
   }
 #endif
-  if (const cpu::PackedMatrix* pm = packed(w)) {
+  if (const PackedEntry* pe = packed(w)) {
+    const cpu::PackedMatrix* pm = &pe->m;
     // Row ranges are multiples of kTileRows == kPackRows (see matmul_group).
     if (n_tok == 1) {
-      (pm->type == DType::Q4_K   ? packed_matvec_q4k_
-       : pm->type == DType::Q6_K ? packed_matvec_q6k_
-       : pm->type == DType::Q5_0 ? packed_matvec_q5_0_
-                                 : packed_matvec_)(
-          *pm, b / cpu::kPackRows, (e + cpu::kPackRows - 1) / cpu::kPackRows, qx_, y);
+      pe->matvec(*pm, b / cpu::kPackRows, (e + cpu::kPackRows - 1) / cpu::kPackRows, qx_[0], y);
       return;
     }
     float* tile = scratch_[static_cast<size_t>(ti)].tile.data();
@@ -233,18 +214,11 @@ void CpuBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* x,
   // The matrices' rows are laid end to end and split evenly across threads,
   // in tiles so a thread's share of each matrix stays contiguous.
   int64_t total = 0;
-  bool any_packed = false;
-  for (int i = 0; i < n_outs; ++i) {
-    total += outs[i].w->rows();
-    any_packed |= packed(*outs[i].w) != nullptr;
-  }
-  if (any_packed && n_tok == 1) quantize_x_(x, outs[0].w->cols(), &qx_);
-  bool any_gemm = false;
-  for (int i = 0; i < n_outs; ++i) any_gemm |= uses_packed_gemm(*outs[i].w, n_tok);
-  if (any_gemm) quantize_batch(x, n_tok, outs[0].w->cols());
+  for (int i = 0; i < n_outs; ++i) total += outs[i].w->rows();
+  quantize_packed_input(outs, n_outs, x, n_tok);
   static_assert(kTileRows == cpu::kPackRows, "packed groups are tiles");
   const int64_t grain = 16;
-  run_on_pool(pool_, [&](int ti, int nt) {
+  pool_.run_each([&](int ti, int nt) {
     int64_t b, e;
     split(total, ti, nt, grain, &b, &e);
     int64_t base = 0;
@@ -260,9 +234,9 @@ void CpuBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* x,
 void CpuBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const float* x, int64_t n_tok,
                                float* gate_scratch, float* out) {
   const int64_t rows = w_gate.rows();
-  if ((packed(w_gate) || packed(w_up)) && n_tok == 1) quantize_x_(x, w_gate.cols(), &qx_);
-  if (uses_packed_gemm(w_gate, n_tok) || uses_packed_gemm(w_up, n_tok)) quantize_batch(x, n_tok, w_gate.cols());
-  run_on_pool(pool_, [&](int ti, int nt) {
+  const MatmulOut both[2] = {{&w_gate, gate_scratch}, {&w_up, out}};
+  quantize_packed_input(both, 2, x, n_tok);
+  pool_.run_each([&](int ti, int nt) {
     int64_t b, e;
     split(rows, ti, nt, 16, &b, &e);
     if (b >= e) return;
@@ -349,7 +323,7 @@ void CpuBackend::attention(const KvLayerView& kv, const float* q, int64_t n_tok,
     // every K/V row read.
     const cpu::AttendGroupFn attend = cpu::attend_group_for(static_cast<int>(group), hd);
     const int64_t n_work = n_tok * s.n_head_kv;
-    run_on_pool(pool_, [&](int ti, int nt) {
+    pool_.run_each([&](int ti, int nt) {
       int64_t b, e;
       split(n_work, ti, nt, 1, &b, &e);
       float* scores = scratch_[static_cast<size_t>(ti)].scores.data();
@@ -369,11 +343,10 @@ void CpuBackend::attention_f16(const KvLayerView& kv, const float* q, int64_t n_
                                float* out) {
   const cpu::KernelTable& kt = cpu::kernels();
   const int64_t hd = s.head_dim, group = s.n_head / s.n_head_kv, kvd = kv.kv_dim;
-  const bool f16 = kv.type == DType::F16;
   const cpu::DotRowFn dot16 = kt.dot_row[static_cast<uint32_t>(DType::F16)];
   const cpu::DequantizeRowFn deq16 = kt.dequantize_row[static_cast<uint32_t>(DType::F16)];
   const int64_t n_work = n_tok * s.n_head;
-  run_on_pool(pool_, [&](int ti, int nt) {
+  pool_.run_each([&](int ti, int nt) {
     int64_t b, e;
     split(n_work, ti, nt, 1, &b, &e);
     ThreadScratch& sc = scratch_[static_cast<size_t>(ti)];
@@ -385,10 +358,7 @@ void CpuBackend::attention_f16(const KvLayerView& kv, const float* q, int64_t n_
       const int64_t n_kv = pos0 + t + 1;
       float mx = -INFINITY;
       for (int64_t j = 0; j < n_kv; ++j) {
-        float d;
-        if (f16) d = dot16(static_cast<const uint16_t*>(kv.k) + j * kvd + g * hd, qh, hd);
-        else d = kt.dot_f32(static_cast<const float*>(kv.k) + j * kvd + g * hd, qh, hd);
-        scores[j] = d * s.scale;
+        scores[j] = dot16(static_cast<const uint16_t*>(kv.k) + j * kvd + g * hd, qh, hd) * s.scale;
         mx = std::max(mx, scores[j]);
       }
       double sum = 0;
@@ -401,22 +371,11 @@ void CpuBackend::attention_f16(const KvLayerView& kv, const float* q, int64_t n_
       std::memset(o, 0, static_cast<size_t>(hd) * 4);
       for (int64_t j = 0; j < n_kv; ++j) {
         const float p = scores[j] * inv;
-        if (f16) {
-          deq16(static_cast<const uint16_t*>(kv.v) + j * kvd + g * hd, vrow, hd);
-          kt.axpy_f32(p, vrow, o, hd);
-        } else {
-          kt.axpy_f32(p, static_cast<const float*>(kv.v) + j * kvd + g * hd, o, hd);
-        }
+        deq16(static_cast<const uint16_t*>(kv.v) + j * kvd + g * hd, vrow, hd);
+        kt.axpy_f32(p, vrow, o, hd);
       }
     }
   });
-}
-
-void CpuBackend::swiglu(const float* gate, const float* up, int64_t n, float* out) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    out[i] = g / (1.0f + std::exp(-g)) * up[i];
-  }
 }
 
 }  // namespace laya

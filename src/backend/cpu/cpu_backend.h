@@ -39,7 +39,6 @@ class CpuBackend final : public Backend {
   void kv_store(const KvLayerView& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0) override;
   void attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
                  float* out) override;
-  void swiglu(const float* gate, const float* up, int64_t n, float* out) override;
 
   ThreadPool& pool() { return pool_; }
 
@@ -67,7 +66,12 @@ class CpuBackend final : public Backend {
     std::vector<float> scores;  // max_ctx * max_group
     std::vector<float> vrow;    // max_head_dim
   };
-  const cpu::PackedMatrix* packed(const Tensor& w) const {
+  // A packed matrix with the decode kernel for its type.
+  struct PackedEntry {
+    cpu::PackedMatrix m;
+    cpu::PackedMatvecFn matvec;
+  };
+  const PackedEntry* packed(const Tensor& w) const {
     if (packed_.empty()) return nullptr;
     auto it = packed_.find(w.data);
     return it == packed_.end() ? nullptr : &it->second;
@@ -75,28 +79,17 @@ class CpuBackend final : public Backend {
 
   CpuBackendLimits lim_;
   bool use_tileT_ = false;
-  std::unordered_map<const uint8_t*, cpu::PackedMatrix> packed_;
+  std::unordered_map<const uint8_t*, PackedEntry> packed_;
   uint8_t* packed_buf_ = nullptr;
-  cpu::PackedMatvecFn packed_matvec_ = nullptr;
-  cpu::PackedMatvecFn packed_matvec_q4k_ = nullptr;
-  cpu::PackedMatvecFn packed_matvec_q6k_ = nullptr;
-  cpu::PackedMatvecFn packed_matvec_q5_0_ = nullptr;
   cpu::QuantizeXFn quantize_x_ = cpu::quantize_x;
-  // The current decode input, quantized once per matmul_group.
+  // Each token's activations quantized for the packed kernels (qx_[0] is the
+  // decode input), written once per matmul_group / matmul_swiglu.
   std::vector<int8_t> qx_hi_, qx_lo_;
-  std::vector<float> qx_d_;
-  std::vector<int32_t> qx_corr_;
-  std::vector<float> qx_sum_;
-  std::vector<int32_t> qx_corr16_;
-  cpu::QuantizedX qx_;
-  // Prefill: every token's activations quantized (packed int8 GEMM).
-  std::vector<int8_t> qxb_hi_, qxb_lo_;
-  std::vector<float> qxb_d_, qxb_sum_;
-  std::vector<int32_t> qxb_corr_, qxb_corr16_;
-  std::vector<cpu::QuantizedX> qxb_;
-  bool packed_gemm_ = false;
-  // Quantizes x (n_tok, cols) into qxb_ when a packed int8 GEMM will read it.
-  void quantize_batch(const float* x, int64_t n_tok, int64_t cols);
+  std::vector<float> qx_d_, qx_sum_;
+  std::vector<int32_t> qx_corr_, qx_corr16_;
+  std::vector<cpu::QuantizedX> qx_;
+  // Quantizes x (n_tok, cols) into qx_ when a packed kernel of outs will read it.
+  void quantize_packed_input(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok);
   bool uses_packed_gemm(const Tensor& w, int64_t n_tok) const;
   void (*gemm_)(const float* const*, int64_t, const float*, int64_t, int64_t, int64_t, float*, int64_t) = nullptr;
   ThreadPool pool_;
