@@ -17,6 +17,17 @@ struct Fixture {
   Tensor t;
 };
 
+// f.file holds rows × cols values of `type` in the file layout.
+Fixture finish(Fixture f, DType type, int64_t rows, int64_t cols) {
+  f.t.type = type;
+  f.t.n_dims = 2;
+  f.t.ne[0] = cols;
+  f.t.ne[1] = rows;
+  f.t.data = f.file.data();
+  f.t.nbytes = f.file.size();
+  return f;
+}
+
 Fixture random_q8(int64_t rows, int64_t cols, std::mt19937& rng) {
   Fixture f;
   const int64_t nb = cols / 32;
@@ -28,13 +39,7 @@ Fixture random_q8(int64_t rows, int64_t cols, std::mt19937& rng) {
     blk[i].d = f32_to_fp16(d(rng));
     for (auto& v : blk[i].qs) v = static_cast<int8_t>(q(rng));
   }
-  f.t.type = DType::Q8_0;
-  f.t.n_dims = 2;
-  f.t.ne[0] = cols;
-  f.t.ne[1] = rows;
-  f.t.data = f.file.data();
-  f.t.nbytes = f.file.size();
-  return f;
+  return finish(std::move(f), DType::Q8_0, rows, cols);
 }
 
 struct XBuf {
@@ -62,13 +67,7 @@ Fixture random_q6k(int64_t rows, int64_t cols, std::mt19937& rng) {
     for (auto& v : blk[i].ql) v = static_cast<uint8_t>(byte(rng));
     for (auto& v : blk[i].qh) v = static_cast<uint8_t>(byte(rng));
   }
-  f.t.type = DType::Q6_K;
-  f.t.n_dims = 2;
-  f.t.ne[0] = cols;
-  f.t.ne[1] = rows;
-  f.t.data = f.file.data();
-  f.t.nbytes = f.file.size();
-  return f;
+  return finish(std::move(f), DType::Q6_K, rows, cols);
 }
 
 Fixture random_q5_0(int64_t rows, int64_t cols, std::mt19937& rng) {
@@ -83,13 +82,7 @@ Fixture random_q5_0(int64_t rows, int64_t cols, std::mt19937& rng) {
     for (auto& v : blk[i].qh) v = static_cast<uint8_t>(byte(rng));
     for (auto& v : blk[i].qs) v = static_cast<uint8_t>(byte(rng));
   }
-  f.t.type = DType::Q5_0;
-  f.t.n_dims = 2;
-  f.t.ne[0] = cols;
-  f.t.ne[1] = rows;
-  f.t.data = f.file.data();
-  f.t.nbytes = f.file.size();
-  return f;
+  return finish(std::move(f), DType::Q5_0, rows, cols);
 }
 
 Fixture random_q4k(int64_t rows, int64_t cols, std::mt19937& rng) {
@@ -105,157 +98,73 @@ Fixture random_q4k(int64_t rows, int64_t cols, std::mt19937& rng) {
     for (auto& v : blk[i].scales) v = static_cast<uint8_t>(byte(rng));
     for (auto& v : blk[i].qs) v = static_cast<uint8_t>(byte(rng));
   }
-  f.t.type = DType::Q4_K;
-  f.t.n_dims = 2;
-  f.t.ne[0] = cols;
-  f.t.ne[1] = rows;
-  f.t.data = f.file.data();
-  f.t.nbytes = f.file.size();
-  return f;
+  return finish(std::move(f), DType::Q4_K, rows, cols);
+}
+
+// Packs f, then checks (1) every packed group dequantizes to the file
+// layout's values and (2) the scalar and fastest packed matvec (`scalar`,
+// packed_matvec_for) against the float dot of the dequantized weights, within
+// the two-term activation quantization bound.
+void check_dequantize_and_matvec(const Fixture& f, PackedMatvecFn scalar, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const DType type = f.t.type;
+  const int64_t rows = f.t.rows(), cols = f.t.cols();
+  std::vector<uint8_t> buf(packed_bytes(f.t) + 64);
+  uint8_t* p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
+  PackedMatrix m;
+  pack(f.t, p, &m);
+  const KernelTable& ref = *kernels_for(Isa::kScalar);
+  std::vector<float> grp(static_cast<size_t>(16 * cols)), w(static_cast<size_t>(cols));
+  for (int64_t g = 0; g < rows / 16; ++g) {
+    dequantize_group(m, g, grp.data());
+    for (int64_t r = 0; r < 16; ++r) {
+      ref.dequantize_row[static_cast<uint32_t>(type)](f.t.row(g * 16 + r), w.data(), cols);
+      for (int64_t k = 0; k < cols; ++k)
+        ASSERT_NEAR(grp[static_cast<size_t>(r * cols + k)], w[static_cast<size_t>(k)], 1e-6f * std::fabs(w[static_cast<size_t>(k)]) + 1e-9f)
+            << dtype_name(type) << " row " << g * 16 + r << " k " << k;
+    }
+  }
+  std::vector<float> x(static_cast<size_t>(cols));
+  for (auto& v : x) v = nd(rng);
+  XBuf xs(cols), xf(cols);
+  quantize_x(x.data(), cols, &xs.q);
+  quantize_x_best()(x.data(), cols, &xf.q);
+  std::vector<float> ys(static_cast<size_t>(rows)), yv(static_cast<size_t>(rows));
+  scalar(m, 0, rows / 16, xs.q, ys.data());
+  PackedMatvecFn fast = packed_matvec_for(type);
+  if (fast) fast(m, 0, rows / 16, xf.q, yv.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    ref.dequantize_row[static_cast<uint32_t>(type)](f.t.row(r), w.data(), cols);
+    double want = 0, bound = 0;
+    for (int64_t b = 0; b < cols / 32; ++b) {
+      double amax = 0;
+      for (int k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(static_cast<double>(x[static_cast<size_t>(b * 32 + k)])));
+      for (int k = 0; k < 32; ++k) {
+        const size_t i = static_cast<size_t>(b * 32 + k);
+        want += static_cast<double>(w[i]) * x[i];
+        bound += (std::fabs(w[i]) + 0.1) * amax / (127.0 * 256.0) + std::fabs(w[i] * x[i]) * 1e-6;
+      }
+    }
+    EXPECT_NEAR(ys[static_cast<size_t>(r)], want, 1.01 * bound) << dtype_name(type) << " scalar row " << r;
+    if (fast) {
+      EXPECT_NEAR(yv[static_cast<size_t>(r)], want, 1.01 * bound) << dtype_name(type) << " vnni row " << r;
+    }
+  }
 }
 
 TEST(KernelPacked, Q4KDequantizeAndMatvec) {
   std::mt19937 rng(3);
-  std::normal_distribution<float> nd(0.f, 1.f);
-  for (int64_t cols : {256, 768}) {
-    const int64_t rows = 32;
-    Fixture f = random_q4k(rows, cols, rng);
-    std::vector<uint8_t> buf(packed_bytes(f.t) + 64);
-    uint8_t* p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
-    PackedMatrix m;
-    pack(f.t, p, &m);
-    const KernelTable& ref = *kernels_for(Isa::kScalar);
-    std::vector<float> grp(static_cast<size_t>(16 * cols)), w(static_cast<size_t>(cols));
-    for (int64_t g = 0; g < rows / 16; ++g) {
-      dequantize_group(m, g, grp.data());
-      for (int64_t r = 0; r < 16; ++r) {
-        ref.dequantize_row[static_cast<uint32_t>(DType::Q4_K)](f.t.row(g * 16 + r), w.data(), cols);
-        for (int64_t k = 0; k < cols; ++k)
-          ASSERT_NEAR(grp[static_cast<size_t>(r * cols + k)], w[static_cast<size_t>(k)], 1e-6f * std::fabs(w[static_cast<size_t>(k)]) + 1e-9f)
-              << "row " << g * 16 + r << " k " << k;
-      }
-    }
-    std::vector<float> x(static_cast<size_t>(cols));
-    for (auto& v : x) v = nd(rng);
-    XBuf xs(cols), xf(cols);
-    quantize_x(x.data(), cols, &xs.q);
-    quantize_x_best()(x.data(), cols, &xf.q);
-    std::vector<float> ys(static_cast<size_t>(rows)), yv(static_cast<size_t>(rows));
-    packed_matvec_q4k_scalar(m, 0, rows / 16, xs.q, ys.data());
-    PackedMatvecFn fast = packed_matvec_for(DType::Q4_K);
-    if (fast) fast(m, 0, rows / 16, xf.q, yv.data());
-    for (int64_t r = 0; r < rows; ++r) {
-      ref.dequantize_row[static_cast<uint32_t>(DType::Q4_K)](f.t.row(r), w.data(), cols);
-      double want = 0, bound = 0;
-      for (int64_t b = 0; b < cols / 32; ++b) {
-        double amax = 0;
-        for (int k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(static_cast<double>(x[static_cast<size_t>(b * 32 + k)])));
-        for (int k = 0; k < 32; ++k) {
-          const size_t i = static_cast<size_t>(b * 32 + k);
-          want += static_cast<double>(w[i]) * x[i];
-          bound += (std::fabs(w[i]) + 0.1) * amax / (127.0 * 256.0) + std::fabs(w[i] * x[i]) * 1e-6;
-        }
-      }
-      EXPECT_NEAR(ys[static_cast<size_t>(r)], want, 1.01 * bound) << "scalar row " << r;
-      if (fast) EXPECT_NEAR(yv[static_cast<size_t>(r)], want, 1.01 * bound) << "vnni row " << r;
-    }
-  }
+  for (int64_t cols : {256, 768}) check_dequantize_and_matvec(random_q4k(32, cols, rng), packed_matvec_q4k_scalar, rng);
 }
 
 TEST(KernelPacked, Q5_0DequantizeAndMatvec) {
   std::mt19937 rng(5);
-  std::normal_distribution<float> nd(0.f, 1.f);
-  for (int64_t cols : {32, 96, 896}) {
-    const int64_t rows = 32;
-    Fixture f = random_q5_0(rows, cols, rng);
-    std::vector<uint8_t> buf(packed_bytes(f.t) + 64);
-    uint8_t* p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
-    PackedMatrix m;
-    pack(f.t, p, &m);
-    const KernelTable& ref = *kernels_for(Isa::kScalar);
-    std::vector<float> grp(static_cast<size_t>(16 * cols)), w(static_cast<size_t>(cols));
-    for (int64_t g = 0; g < rows / 16; ++g) {
-      dequantize_group(m, g, grp.data());
-      for (int64_t r = 0; r < 16; ++r) {
-        ref.dequantize_row[static_cast<uint32_t>(DType::Q5_0)](f.t.row(g * 16 + r), w.data(), cols);
-        for (int64_t k = 0; k < cols; ++k)
-          ASSERT_NEAR(grp[static_cast<size_t>(r * cols + k)], w[static_cast<size_t>(k)], 1e-6f * std::fabs(w[static_cast<size_t>(k)]) + 1e-9f)
-              << "row " << g * 16 + r << " k " << k;
-      }
-    }
-    std::vector<float> x(static_cast<size_t>(cols));
-    for (auto& v : x) v = nd(rng);
-    XBuf xs(cols), xf(cols);
-    quantize_x(x.data(), cols, &xs.q);
-    quantize_x_best()(x.data(), cols, &xf.q);
-    std::vector<float> ys(static_cast<size_t>(rows)), yv(static_cast<size_t>(rows));
-    packed_matvec_q5_0_scalar(m, 0, rows / 16, xs.q, ys.data());
-    PackedMatvecFn fast = packed_matvec_for(DType::Q5_0);
-    if (fast) fast(m, 0, rows / 16, xf.q, yv.data());
-    for (int64_t r = 0; r < rows; ++r) {
-      ref.dequantize_row[static_cast<uint32_t>(DType::Q5_0)](f.t.row(r), w.data(), cols);
-      double want = 0, bound = 0;
-      for (int64_t b = 0; b < cols / 32; ++b) {
-        double amax = 0;
-        for (int k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(static_cast<double>(x[static_cast<size_t>(b * 32 + k)])));
-        for (int k = 0; k < 32; ++k) {
-          const size_t i = static_cast<size_t>(b * 32 + k);
-          want += static_cast<double>(w[i]) * x[i];
-          bound += (std::fabs(w[i]) + 0.1) * amax / (127.0 * 256.0) + std::fabs(w[i] * x[i]) * 1e-6;
-        }
-      }
-      EXPECT_NEAR(ys[static_cast<size_t>(r)], want, 1.01 * bound) << "scalar row " << r;
-      if (fast) EXPECT_NEAR(yv[static_cast<size_t>(r)], want, 1.01 * bound) << "vnni row " << r;
-    }
-  }
+  for (int64_t cols : {32, 96, 896}) check_dequantize_and_matvec(random_q5_0(32, cols, rng), packed_matvec_q5_0_scalar, rng);
 }
 
 TEST(KernelPacked, Q6KDequantizeAndMatvec) {
   std::mt19937 rng(4);
-  std::normal_distribution<float> nd(0.f, 1.f);
-  for (int64_t cols : {256, 768}) {
-    const int64_t rows = 32;
-    Fixture f = random_q6k(rows, cols, rng);
-    std::vector<uint8_t> buf(packed_bytes(f.t) + 64);
-    uint8_t* p = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t{63});
-    PackedMatrix m;
-    pack(f.t, p, &m);
-    const KernelTable& ref = *kernels_for(Isa::kScalar);
-    std::vector<float> grp(static_cast<size_t>(16 * cols)), w(static_cast<size_t>(cols));
-    for (int64_t g = 0; g < rows / 16; ++g) {
-      dequantize_group(m, g, grp.data());
-      for (int64_t r = 0; r < 16; ++r) {
-        ref.dequantize_row[static_cast<uint32_t>(DType::Q6_K)](f.t.row(g * 16 + r), w.data(), cols);
-        for (int64_t k = 0; k < cols; ++k)
-          ASSERT_NEAR(grp[static_cast<size_t>(r * cols + k)], w[static_cast<size_t>(k)], 1e-6f * std::fabs(w[static_cast<size_t>(k)]) + 1e-9f)
-              << "row " << g * 16 + r << " k " << k;
-      }
-    }
-    std::vector<float> x(static_cast<size_t>(cols));
-    for (auto& v : x) v = nd(rng);
-    XBuf xs(cols), xf(cols);
-    quantize_x(x.data(), cols, &xs.q);
-    quantize_x_best()(x.data(), cols, &xf.q);
-    std::vector<float> ys(static_cast<size_t>(rows)), yv(static_cast<size_t>(rows));
-    packed_matvec_q6k_scalar(m, 0, rows / 16, xs.q, ys.data());
-    PackedMatvecFn fast = packed_matvec_for(DType::Q6_K);
-    if (fast) fast(m, 0, rows / 16, xf.q, yv.data());
-    for (int64_t r = 0; r < rows; ++r) {
-      ref.dequantize_row[static_cast<uint32_t>(DType::Q6_K)](f.t.row(r), w.data(), cols);
-      double want = 0, bound = 0;
-      for (int64_t b = 0; b < cols / 32; ++b) {
-        double amax = 0;
-        for (int k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(static_cast<double>(x[static_cast<size_t>(b * 32 + k)])));
-        for (int k = 0; k < 32; ++k) {
-          const size_t i = static_cast<size_t>(b * 32 + k);
-          want += static_cast<double>(w[i]) * x[i];
-          bound += (std::fabs(w[i]) + 0.1) * amax / (127.0 * 256.0) + std::fabs(w[i] * x[i]) * 1e-6;
-        }
-      }
-      EXPECT_NEAR(ys[static_cast<size_t>(r)], want, 1.01 * bound) << "scalar row " << r;
-      if (fast) EXPECT_NEAR(yv[static_cast<size_t>(r)], want, 1.01 * bound) << "vnni row " << r;
-    }
-  }
+  for (int64_t cols : {256, 768}) check_dequantize_and_matvec(random_q6k(32, cols, rng), packed_matvec_q6k_scalar, rng);
 }
 
 TEST(KernelPacked, TransposedDequantizeEqualsRowMajor) {
@@ -344,7 +253,9 @@ TEST(KernelPacked, MatvecMatchesFloatReference) {
         }
       }
       EXPECT_NEAR(ys[static_cast<size_t>(r)], ref, 1.01 * bound + 1e-6 * mag) << "cols " << cols << " row " << r;
-      if (fast) EXPECT_NEAR(yv[static_cast<size_t>(r)], ref, 1.01 * bound + 1e-6 * mag) << "vnni row " << r;
+      if (fast) {
+        EXPECT_NEAR(yv[static_cast<size_t>(r)], ref, 1.01 * bound + 1e-6 * mag) << "vnni row " << r;
+      }
     }
   }
 }
