@@ -52,15 +52,28 @@ void scale_min_k4(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
 }
 }  // namespace
 
-static size_t scale_bytes_of(int64_t nb) { return (static_cast<size_t>(nb) * 32 + 63) / 64 * 64; }
-
-size_t packed_bytes(const Tensor& t) {
-  if (t.type == DType::Q4_K) return static_cast<size_t>(t.rows() / kPackRows) * static_cast<size_t>(t.cols() / 256) * kQ4kGroupSb;
-  if (t.type == DType::Q6_K) return static_cast<size_t>(t.rows() / kPackRows) * static_cast<size_t>(t.cols() / 256) * kQ6kGroupSb;
-  if (t.type == DType::Q5_0) return static_cast<size_t>(t.rows() / kPackRows) * static_cast<size_t>(t.cols() / 32) * kQ5Block;
-  const int64_t nb = t.cols() / 32;
-  return static_cast<size_t>(t.rows() / kPackRows) * (scale_bytes_of(nb) + static_cast<size_t>(nb) * 512);
+// The header of t's packed form at dst: one place for every layout's sizes.
+static PackedMatrix describe(const Tensor& t, uint8_t* dst) {
+  PackedMatrix m;
+  m.type = t.type;
+  m.rows = t.rows();
+  m.cols = t.cols();
+  m.nb = m.cols / 32;
+  m.data = dst;
+  const size_t nsb = static_cast<size_t>(m.cols / 256);
+  switch (t.type) {
+    case DType::Q4_K: m.group_bytes = nsb * kQ4kGroupSb; break;
+    case DType::Q6_K: m.group_bytes = nsb * kQ6kGroupSb; break;
+    case DType::Q5_0: m.group_bytes = static_cast<size_t>(m.nb) * kQ5Block; break;
+    default:  // Q8_0: scales padded to 64 bytes, then the quants
+      m.scale_bytes = (static_cast<size_t>(m.nb) * 32 + 63) / 64 * 64;
+      m.group_bytes = m.scale_bytes + static_cast<size_t>(m.nb) * 512;
+      break;
+  }
+  return m;
 }
+
+size_t packed_bytes(const Tensor& t) { return static_cast<size_t>(t.rows() / kPackRows) * describe(t, nullptr).group_bytes; }
 
 void pack(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
   if (t.type == DType::Q4_K) pack_q4_k(t, dst, out);
@@ -70,14 +83,7 @@ void pack(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
 }
 
 void pack_q5_0(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
-  PackedMatrix& m = *out;
-  m.type = DType::Q5_0;
-  m.rows = t.rows();
-  m.cols = t.cols();
-  m.nb = m.cols / 32;
-  m.scale_bytes = 0;
-  m.group_bytes = static_cast<size_t>(m.nb) * kQ5Block;
-  m.data = dst;
+  PackedMatrix& m = *out = describe(t, dst);
   const size_t stride = t.row_stride();
   for (int64_t g = 0; g < m.rows / kPackRows; ++g) {
     for (int64_t b = 0; b < m.nb; ++b) {
@@ -136,15 +142,8 @@ void packed_matvec_q5_0_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g
 }
 
 void pack_q6_k(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
-  PackedMatrix& m = *out;
-  m.type = DType::Q6_K;
-  m.rows = t.rows();
-  m.cols = t.cols();
-  m.nb = m.cols / 32;
-  m.scale_bytes = 0;
+  PackedMatrix& m = *out = describe(t, dst);
   const int64_t nsb = m.cols / 256;
-  m.group_bytes = static_cast<size_t>(nsb) * kQ6kGroupSb;
-  m.data = dst;
   const size_t stride = t.row_stride();
   for (int64_t g = 0; g < m.rows / kPackRows; ++g) {
     for (int64_t sb = 0; sb < nsb; ++sb) {
@@ -205,15 +204,8 @@ void packed_matvec_q6k_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_
 }
 
 void pack_q4_k(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
-  PackedMatrix& m = *out;
-  m.type = DType::Q4_K;
-  m.rows = t.rows();
-  m.cols = t.cols();
-  m.nb = m.cols / 32;
-  m.scale_bytes = 0;
+  PackedMatrix& m = *out = describe(t, dst);
   const int64_t nsb = m.cols / 256;
-  m.group_bytes = static_cast<size_t>(nsb) * kQ4kGroupSb;
-  m.data = dst;
   const size_t stride = t.row_stride();
   for (int64_t g = 0; g < m.rows / kPackRows; ++g) {
     for (int64_t sb = 0; sb < nsb; ++sb) {
@@ -251,14 +243,7 @@ void pack_q4_k(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
 }
 
 void pack_q8_0(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
-  PackedMatrix& m = *out;
-  m.type = DType::Q8_0;
-  m.rows = t.rows();
-  m.cols = t.cols();
-  m.nb = m.cols / 32;
-  m.scale_bytes = scale_bytes_of(m.nb);
-  m.group_bytes = m.scale_bytes + static_cast<size_t>(m.nb) * 512;
-  m.data = dst;
+  PackedMatrix& m = *out = describe(t, dst);
   const size_t stride = t.row_stride();
   for (int64_t g = 0; g < m.rows / kPackRows; ++g) {
     uint8_t* gp = dst + static_cast<size_t>(g) * m.group_bytes;
