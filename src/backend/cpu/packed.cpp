@@ -17,10 +17,6 @@ bool packable(const Tensor& t) {
 }
 
 namespace {
-constexpr size_t kQ4kGroupSb = 32 + 32 + 128 + 128 + 2048;  // per super-block of a 16-row group
-constexpr size_t kQ6kGroupSb = 32 + 256 + 2048 + 1024;
-constexpr size_t kQ5Block = 32 + 64 + 256;  // per block of a 16-row group
-
 // The 256 6-bit values of a Q6_K block in element order (ggml's layout).
 void unpack_q6k(const BlockQ6_K& b, uint8_t* q) {
   for (int n = 0; n < 2; ++n) {
@@ -62,9 +58,9 @@ static PackedMatrix describe(const Tensor& t, uint8_t* dst) {
   m.data = dst;
   const size_t nsb = static_cast<size_t>(m.cols / 256);
   switch (t.type) {
-    case DType::Q4_K: m.group_bytes = nsb * kQ4kGroupSb; break;
-    case DType::Q6_K: m.group_bytes = nsb * kQ6kGroupSb; break;
-    case DType::Q5_0: m.group_bytes = static_cast<size_t>(m.nb) * kQ5Block; break;
+    case DType::Q4_K: m.group_bytes = nsb * kQ4kRecordBytes; break;
+    case DType::Q6_K: m.group_bytes = nsb * kQ6kRecordBytes; break;
+    case DType::Q5_0: m.group_bytes = static_cast<size_t>(m.nb) * kQ5RecordBytes; break;
     default:  // Q8_0: scales padded to 64 bytes, then the quants
       m.scale_bytes = (static_cast<size_t>(m.nb) * 32 + 63) / 64 * 64;
       m.group_bytes = m.scale_bytes + static_cast<size_t>(m.nb) * 512;
@@ -87,7 +83,7 @@ void pack_q5_0(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
   const size_t stride = t.row_stride();
   for (int64_t g = 0; g < m.rows / kPackRows; ++g) {
     for (int64_t b = 0; b < m.nb; ++b) {
-      uint8_t* p = dst + static_cast<size_t>(g) * m.group_bytes + static_cast<size_t>(b) * kQ5Block;
+      uint8_t* p = dst + static_cast<size_t>(g) * m.group_bytes + static_cast<size_t>(b) * kQ5RecordBytes;
       for (int64_t r = 0; r < kPackRows; ++r) {
         BlockQ5_0 blk;
         std::memcpy(&blk, t.data + static_cast<size_t>(g * kPackRows + r) * stride + static_cast<size_t>(b) * sizeof(BlockQ5_0),
@@ -125,7 +121,7 @@ void packed_matvec_q5_0_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g
     for (int64_t r = 0; r < kPackRows; ++r) {
       float acc = 0;
       for (int64_t b = 0; b < m.nb; ++b) {
-        const uint8_t* p = m.group(g) + static_cast<size_t>(b) * kQ5Block;
+        const uint8_t* p = m.group(g) + static_cast<size_t>(b) * kQ5RecordBytes;
         int32_t shi = 0, slo = 0;
         for (int k = 0; k < 32; ++k) {
           const int q = q5_value(p, r, k);
@@ -147,8 +143,8 @@ void pack_q6_k(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
   const size_t stride = t.row_stride();
   for (int64_t g = 0; g < m.rows / kPackRows; ++g) {
     for (int64_t sb = 0; sb < nsb; ++sb) {
-      uint8_t* p = dst + static_cast<size_t>(g) * m.group_bytes + static_cast<size_t>(sb) * kQ6kGroupSb;
-      std::memset(p, 0, kQ6kGroupSb);
+      uint8_t* p = dst + static_cast<size_t>(g) * m.group_bytes + static_cast<size_t>(sb) * kQ6kRecordBytes;
+      std::memset(p, 0, kQ6kRecordBytes);
       uint16_t* d = reinterpret_cast<uint16_t*>(p);
       int8_t* sc = reinterpret_cast<int8_t*>(p + 32);
       for (int64_t r = 0; r < kPackRows; ++r) {
@@ -178,7 +174,7 @@ void packed_matvec_q6k_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_
     for (int64_t r = 0; r < kPackRows; ++r) {
       float acc = 0;
       for (int64_t sb = 0; sb < nsb; ++sb) {
-        const uint8_t* p = m.group(g) + static_cast<size_t>(sb) * kQ6kGroupSb;
+        const uint8_t* p = m.group(g) + static_cast<size_t>(sb) * kQ6kRecordBytes;
         const float d = fp16_to_f32(reinterpret_cast<const uint16_t*>(p)[r]);
         const int8_t* sc = reinterpret_cast<const int8_t*>(p + 32);
         for (int j = 0; j < 16; ++j) {  // sub-blocks of 16 = octets 2j, 2j+1
@@ -209,7 +205,7 @@ void pack_q4_k(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
   const size_t stride = t.row_stride();
   for (int64_t g = 0; g < m.rows / kPackRows; ++g) {
     for (int64_t sb = 0; sb < nsb; ++sb) {
-      uint8_t* p = dst + static_cast<size_t>(g) * m.group_bytes + static_cast<size_t>(sb) * kQ4kGroupSb;
+      uint8_t* p = dst + static_cast<size_t>(g) * m.group_bytes + static_cast<size_t>(sb) * kQ4kRecordBytes;
       uint16_t* d = reinterpret_cast<uint16_t*>(p);
       uint16_t* dmin = d + 16;
       uint8_t* sc = p + 64;
@@ -268,7 +264,7 @@ void pack_q8_0(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
 static void dequantize_group_q4k(const PackedMatrix& m, int64_t g, float* out) {
   const int64_t nsb = m.cols / 256;
   for (int64_t sb = 0; sb < nsb; ++sb) {
-    const uint8_t* p = m.group(g) + static_cast<size_t>(sb) * kQ4kGroupSb;
+    const uint8_t* p = m.group(g) + static_cast<size_t>(sb) * kQ4kRecordBytes;
     const uint16_t* d = reinterpret_cast<const uint16_t*>(p);
     const uint8_t* sc = p + 64;
     const uint8_t* mn = p + 192;
@@ -293,7 +289,7 @@ static void dequantize_group_q4k(const PackedMatrix& m, int64_t g, float* out) {
 static void dequantize_group_q6k(const PackedMatrix& m, int64_t g, float* out) {
   const int64_t nsb = m.cols / 256;
   for (int64_t sb = 0; sb < nsb; ++sb) {
-    const uint8_t* p = m.group(g) + static_cast<size_t>(sb) * kQ6kGroupSb;
+    const uint8_t* p = m.group(g) + static_cast<size_t>(sb) * kQ6kRecordBytes;
     const int8_t* sc = reinterpret_cast<const int8_t*>(p + 32);
     for (int64_t r = 0; r < kPackRows; ++r) {
       const float d = fp16_to_f32(reinterpret_cast<const uint16_t*>(p)[r]);
@@ -315,7 +311,7 @@ static void dequantize_group_q6k(const PackedMatrix& m, int64_t g, float* out) {
 
 static void dequantize_group_q5_0(const PackedMatrix& m, int64_t g, float* out) {
   for (int64_t b = 0; b < m.nb; ++b) {
-    const uint8_t* p = m.group(g) + static_cast<size_t>(b) * kQ5Block;
+    const uint8_t* p = m.group(g) + static_cast<size_t>(b) * kQ5RecordBytes;
     for (int64_t r = 0; r < kPackRows; ++r) {
       uint16_t h;
       std::memcpy(&h, p + 2 * r, 2);
@@ -421,7 +417,7 @@ void packed_matvec_q4k_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_
     for (int64_t r = 0; r < kPackRows; ++r) {
       float acc = 0;
       for (int64_t sb = 0; sb < nsb; ++sb) {
-        const uint8_t* p = m.group(g) + static_cast<size_t>(sb) * kQ4kGroupSb;
+        const uint8_t* p = m.group(g) + static_cast<size_t>(sb) * kQ4kRecordBytes;
         const uint16_t* d = reinterpret_cast<const uint16_t*>(p);
         const uint8_t* sc = p + 64;
         const uint8_t* mn = p + 192;

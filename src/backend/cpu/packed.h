@@ -35,6 +35,10 @@
 namespace laya::cpu {
 
 constexpr int64_t kPackRows = 16;
+// Bytes of one record of a 16-row group (layouts above).
+constexpr size_t kQ4kRecordBytes = 32 + 32 + 128 + 128 + 2048;  // per super-block of 256; a multiple of 64
+constexpr size_t kQ6kRecordBytes = 32 + 256 + 2048 + 1024;      // per super-block; not a multiple of 64
+constexpr size_t kQ5RecordBytes = 32 + 64 + 256;                // per block of 32
 
 struct PackedMatrix {
   DType type = DType::Q8_0;  // Q8_0, Q5_0, Q4_K or Q6_K

@@ -87,7 +87,7 @@ namespace laya::cpu {
 void packed_matvec_q4k_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y) {
   const int64_t nsb = m.cols / 256;
   const __m512i low4 = _mm512_set1_epi8(0x0F);
-  constexpr size_t kSb = 32 + 32 + 128 + 128 + 2048;
+  constexpr size_t kSb = kQ4kRecordBytes;
   for (int64_t g = g_begin; g < g_end; ++g) {
     __m512 acc = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < nsb; ++sb) {
@@ -133,7 +133,7 @@ void packed_matvec_q6k_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_
   const int64_t nsb = m.cols / 256;
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   const __m512i two = _mm512_set1_epi8(0x03);
-  constexpr size_t kSb = 32 + 256 + 2048 + 1024;  // not a multiple of 64: unaligned loads
+  constexpr size_t kSb = kQ6kRecordBytes;  // not a multiple of 64: unaligned loads
   for (int64_t g = g_begin; g < g_end; ++g) {
     __m512 acc = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < nsb; ++sb) {
@@ -183,7 +183,7 @@ void packed_matvec_q6k_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_
 namespace laya::cpu {
 
 void packed_matvec_q5_0_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y) {
-  constexpr size_t kBlk = 32 + 64 + 256;
+  constexpr size_t kBlk = kQ5RecordBytes;
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   const __m512i bit5 = _mm512_set1_epi8(0x10);
   // Per 4-byte row lane, byte i tests bit i (low-nibble values) or bit 4+i.
@@ -256,7 +256,7 @@ void dequantize_group_t_avx512(const PackedMatrix& m, int64_t g, float* wt) {
     return;
   }
   if (m.type == DType::Q4_K) {
-    constexpr size_t kSb = 32 + 32 + 128 + 128 + 2048;
+    constexpr size_t kSb = kQ4kRecordBytes;
     for (int64_t sb = 0; sb < m.cols / 256; ++sb) {
       const uint8_t* p = gp + static_cast<size_t>(sb) * kSb;
       const __m512 dv = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
@@ -277,7 +277,7 @@ void dequantize_group_t_avx512(const PackedMatrix& m, int64_t g, float* wt) {
     return;
   }
   if (m.type == DType::Q6_K) {
-    constexpr size_t kSb = 32 + 256 + 2048 + 1024;
+    constexpr size_t kSb = kQ6kRecordBytes;
     for (int64_t sb = 0; sb < m.cols / 256; ++sb) {
       const uint8_t* p = gp + static_cast<size_t>(sb) * kSb;
       const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -299,7 +299,7 @@ void dequantize_group_t_avx512(const PackedMatrix& m, int64_t g, float* wt) {
     return;
   }
   // Q5_0
-  constexpr size_t kBlk = 32 + 64 + 256;
+  constexpr size_t kBlk = kQ5RecordBytes;
   for (int64_t b = 0; b < m.nb; ++b) {
     const uint8_t* p = gp + static_cast<size_t>(b) * kBlk;
     const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
@@ -355,7 +355,7 @@ void q8_tokens(const PackedMatrix& m, int64_t g, const QuantizedX* xs, float* y,
 
 template <int NT>
 void q4k_tokens(const PackedMatrix& m, int64_t g, const QuantizedX* xs, float* y, int64_t ldy) {
-  constexpr size_t kSb = 32 + 32 + 128 + 128 + 2048;
+  constexpr size_t kSb = kQ4kRecordBytes;
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
