@@ -1,6 +1,12 @@
 // AVX-512 VNNI matrix-vector product over packed Q8_0 weights (packed.h).
 #include <immintrin.h>
 
+// GCC 12 reports the intrinsics' own "undefined" pass-through operands
+// (_mm512_undefined_*) as maybe-uninitialized once they are inlined here.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #include "backend/cpu/packed.h"
 
 namespace laya::cpu {
