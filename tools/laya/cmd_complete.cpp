@@ -90,10 +90,12 @@ int cmd_complete(int argc, char** argv) {
   }
   // Control tokens other than end-of-generation (fill-in-the-middle markers,
   // BOS, ...) are never part of a continuation: mask them out.
-  std::vector<int32_t> banned;
+  std::vector<int32_t> banned, eog;
   if (tk) {
-    for (int32_t id = 0; id < std::min<int32_t>(tk->n_vocab(), static_cast<int32_t>(eng.n_vocab())); ++id)
-      if (tk->is_control(id) && !tk->is_eog(id)) banned.push_back(id);
+    for (int32_t id = 0; id < std::min<int32_t>(tk->n_vocab(), static_cast<int32_t>(eng.n_vocab())); ++id) {
+      if (tk->is_eog(id)) eog.push_back(id);
+      else if (tk->is_control(id)) banned.push_back(id);
+    }
   }
   std::vector<float> logits(static_cast<size_t>(eng.n_vocab()));
   int generated = 0;
@@ -101,10 +103,8 @@ int cmd_complete(int argc, char** argv) {
     std::copy(eng.logits(), eng.logits() + eng.n_vocab(), logits.begin());
     for (int32_t id : banned) logits[static_cast<size_t>(id)] = -INFINITY;
     // An empty continuation is no suggestion: the first token is never the end.
-    if (i == 0 && tk) {
-      for (int32_t id = 0; id < std::min<int32_t>(tk->n_vocab(), static_cast<int32_t>(eng.n_vocab())); ++id)
-        if (tk->is_eog(id)) logits[static_cast<size_t>(id)] = -INFINITY;
-    }
+    if (i == 0)
+      for (int32_t id : eog) logits[static_cast<size_t>(id)] = -INFINITY;
     const int32_t next = sampler.sample(logits.data(), history);
     if (next == model->hparams().eos_id || (tk && tk->is_eog(next))) break;
     history.push_back(next);
