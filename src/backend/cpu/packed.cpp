@@ -61,9 +61,8 @@ static PackedMatrix describe(const Tensor& t, uint8_t* dst) {
     case DType::Q4_K: m.group_bytes = nsb * kQ4kRecordBytes; break;
     case DType::Q6_K: m.group_bytes = nsb * kQ6kRecordBytes; break;
     case DType::Q5_0: m.group_bytes = static_cast<size_t>(m.nb) * kQ5RecordBytes; break;
-    default:  // Q8_0: scales padded to 64 bytes, then the quants
-      m.scale_bytes = (static_cast<size_t>(m.nb) * 32 + 63) / 64 * 64;
-      m.group_bytes = m.scale_bytes + static_cast<size_t>(m.nb) * 512;
+    default:  // Q8_0: records of two blocks, a last odd block alone
+      m.group_bytes = static_cast<size_t>(m.nb / 2) * kQ8PairBytes + static_cast<size_t>(m.nb % 2) * (64 + 512);
       break;
   }
   return m;
@@ -243,16 +242,14 @@ void pack_q8_0(const Tensor& t, uint8_t* dst, PackedMatrix* out) {
   const size_t stride = t.row_stride();
   for (int64_t g = 0; g < m.rows / kPackRows; ++g) {
     uint8_t* gp = dst + static_cast<size_t>(g) * m.group_bytes;
-    std::memset(gp, 0, m.scale_bytes);
-    uint16_t* scales = reinterpret_cast<uint16_t*>(gp);
-    uint8_t* quants = gp + m.scale_bytes;
+    std::memset(gp, 0, m.group_bytes);  // the unused scale half of an odd last record
     for (int64_t r = 0; r < kPackRows; ++r) {
       const BlockQ8_0* row = reinterpret_cast<const BlockQ8_0*>(t.data + static_cast<size_t>(g * kPackRows + r) * stride);
       for (int64_t b = 0; b < m.nb; ++b) {
         BlockQ8_0 blk;
         std::memcpy(&blk, row + b, sizeof(blk));
-        scales[b * kPackRows + r] = blk.d;
-        uint8_t* qb = quants + static_cast<size_t>(b) * 512;
+        std::memcpy(gp + q8_scales_at(b) + static_cast<size_t>(r) * 2, &blk.d, 2);
+        uint8_t* qb = gp + q8_quants_at(b);
         for (int k = 0; k < 32; ++k) {
           qb[(k / 4) * 64 + r * 4 + (k % 4)] = static_cast<uint8_t>(static_cast<int>(blk.qs[k]) + 128);
         }
@@ -335,15 +332,13 @@ void dequantize_group(const PackedMatrix& m, int64_t g, float* out) {
     return;
   }
   const uint8_t* gp = m.group(g);
-  const uint16_t* scales = reinterpret_cast<const uint16_t*>(gp);
-  const uint8_t* quants = gp + m.scale_bytes;
   for (int64_t r = 0; r < kPackRows; ++r) {
     float* o = out + r * m.cols;
     for (int64_t b = 0; b < m.nb; ++b) {
       uint16_t h;
-      std::memcpy(&h, scales + b * kPackRows + r, 2);
+      std::memcpy(&h, gp + q8_scales_at(b) + static_cast<size_t>(r) * 2, 2);
       const float d = fp16_to_f32(h);
-      const uint8_t* qb = quants + static_cast<size_t>(b) * 512;
+      const uint8_t* qb = gp + q8_quants_at(b);
       for (int k = 0; k < 32; ++k) {
         o[b * 32 + k] = static_cast<float>(static_cast<int>(qb[(k / 4) * 64 + r * 4 + (k % 4)]) - 128) * d;
       }
@@ -390,12 +385,10 @@ void quantize_x(const float* x, int64_t cols, QuantizedX* q) {
 void packed_matvec_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y) {
   for (int64_t g = g_begin; g < g_end; ++g) {
     const uint8_t* gp = m.group(g);
-    const uint16_t* scales = reinterpret_cast<const uint16_t*>(gp);
-    const uint8_t* quants = gp + m.scale_bytes;
     for (int64_t r = 0; r < kPackRows; ++r) {
       float acc = 0;
       for (int64_t b = 0; b < m.nb; ++b) {
-        const uint8_t* qb = quants + static_cast<size_t>(b) * 512;
+        const uint8_t* qb = gp + q8_quants_at(b);
         int32_t shi = 0, slo = 0;
         for (int k = 0; k < 32; ++k) {
           const int w = qb[(k / 4) * 64 + r * 4 + (k % 4)];
@@ -403,7 +396,7 @@ void packed_matvec_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_end,
           slo += w * x.lo[b * 32 + k];
         }
         uint16_t h;
-        std::memcpy(&h, scales + b * kPackRows + r, 2);
+        std::memcpy(&h, gp + q8_scales_at(b) + static_cast<size_t>(r) * 2, 2);
         acc += static_cast<float>(128 * shi + slo - x.corr[b]) * (fp16_to_f32(h) * x.d[b]);
       }
       y[g * kPackRows + r] = acc;

@@ -11,41 +11,50 @@
 
 namespace laya::cpu {
 
+namespace {
+
+// One block of 32 columns × 16 rows: the two-term dot products, scaled.
+inline __m512 q8_block(const uint8_t* qb, const uint8_t* scales, const QuantizedX& x, int64_t b, __m512 acc) {
+  const int32_t* xh = reinterpret_cast<const int32_t*>(x.hi + b * 32);
+  const int32_t* xl = reinterpret_cast<const int32_t*>(x.lo + b * 32);
+  __m512i h0 = _mm512_setzero_si512(), h1 = _mm512_setzero_si512();
+  __m512i l0 = _mm512_setzero_si512(), l1 = _mm512_setzero_si512();
+  for (int j = 0; j < 8; j += 2) {
+    const __m512i w0 = _mm512_load_si512(qb + j * 64);
+    const __m512i w1 = _mm512_load_si512(qb + (j + 1) * 64);
+    h0 = _mm512_dpbusd_epi32(h0, w0, _mm512_set1_epi32(xh[j]));
+    l0 = _mm512_dpbusd_epi32(l0, w0, _mm512_set1_epi32(xl[j]));
+    h1 = _mm512_dpbusd_epi32(h1, w1, _mm512_set1_epi32(xh[j + 1]));
+    l1 = _mm512_dpbusd_epi32(l1, w1, _mm512_set1_epi32(xl[j + 1]));
+  }
+  __m512i s = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(h0, h1), 7), _mm512_add_epi32(l0, l1));
+  s = _mm512_sub_epi32(s, _mm512_set1_epi32(x.corr[b]));
+  const __m512 sc = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales)));
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(sc, _mm512_set1_ps(x.d[b])), acc);
+}
+
+// How far ahead of the record being computed the loads are requested. The
+// groups of a thread's range are contiguous, so the stream runs straight on
+// into the next group (and harmlessly past the range's end). Measured on the
+// 2-core EPYC: 1 record ahead 28 GB/s, 4-6 ahead 41 GB/s (one core's
+// sequential read rate is ~40 GB/s).
+constexpr size_t kQ8PrefetchBytes = 6 * kQ8PairBytes;
+
+}  // namespace
+
 void packed_matvec_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y) {
-  const int64_t nb = m.nb;
+  const int64_t nb = m.nb, pairs = nb / 2;
   for (int64_t g = g_begin; g < g_end; ++g) {
     const uint8_t* gp = m.group(g);
-    const uint8_t* quants = gp + m.scale_bytes;
-    if (g + 1 < g_end) _mm_prefetch(reinterpret_cast<const char*>(m.group(g + 1)), _MM_HINT_T0);
     __m512 acc = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-      const uint8_t* qb = quants + b * 512;
-      // Two streams (scales, quants): keep both ahead of the hardware prefetcher.
-      _mm_prefetch(reinterpret_cast<const char*>(qb + 4 * 512), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(qb + 4 * 512 + 64), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(qb + 4 * 512 + 128), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(qb + 4 * 512 + 192), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(qb + 4 * 512 + 256), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(qb + 4 * 512 + 320), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(qb + 4 * 512 + 384), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(qb + 4 * 512 + 448), _MM_HINT_T0);
-      const int32_t* xh = reinterpret_cast<const int32_t*>(x.hi + b * 32);
-      const int32_t* xl = reinterpret_cast<const int32_t*>(x.lo + b * 32);
-      __m512i h0 = _mm512_setzero_si512(), h1 = _mm512_setzero_si512();
-      __m512i l0 = _mm512_setzero_si512(), l1 = _mm512_setzero_si512();
-      for (int j = 0; j < 8; j += 2) {
-        const __m512i w0 = _mm512_load_si512(qb + j * 64);
-        const __m512i w1 = _mm512_load_si512(qb + (j + 1) * 64);
-        h0 = _mm512_dpbusd_epi32(h0, w0, _mm512_set1_epi32(xh[j]));
-        l0 = _mm512_dpbusd_epi32(l0, w0, _mm512_set1_epi32(xl[j]));
-        h1 = _mm512_dpbusd_epi32(h1, w1, _mm512_set1_epi32(xh[j + 1]));
-        l1 = _mm512_dpbusd_epi32(l1, w1, _mm512_set1_epi32(xl[j + 1]));
-      }
-      __m512i s = _mm512_add_epi32(_mm512_slli_epi32(_mm512_add_epi32(h0, h1), 7), _mm512_add_epi32(l0, l1));
-      s = _mm512_sub_epi32(s, _mm512_set1_epi32(x.corr[b]));
-      const __m512 sc = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(gp + b * 32)));
-      acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(sc, _mm512_set1_ps(x.d[b])), acc);
+    for (int64_t p = 0; p < pairs; ++p) {
+      const uint8_t* rec = gp + static_cast<size_t>(p) * kQ8PairBytes;
+      const char* pf = reinterpret_cast<const char*>(rec + kQ8PrefetchBytes);
+      for (int l = 0; l < 17; ++l) _mm_prefetch(pf + l * 64, _MM_HINT_T0);
+      acc = q8_block(rec + 64, rec, x, 2 * p, acc);
+      acc = q8_block(rec + 64 + 512, rec + 32, x, 2 * p + 1, acc);
     }
+    if (nb % 2) acc = q8_block(gp + q8_quants_at(nb - 1), gp + q8_scales_at(nb - 1), x, nb - 1, acc);
     _mm512_storeu_ps(y + g * kPackRows, acc);
   }
 }
@@ -248,11 +257,10 @@ inline __m512i field(__m512i v, int shift, int mask) {
 void dequantize_group_t_avx512(const PackedMatrix& m, int64_t g, float* wt) {
   const uint8_t* gp = m.group(g);
   if (m.type == DType::Q8_0) {
-    const uint8_t* quants = gp + m.scale_bytes;
     for (int64_t b = 0; b < m.nb; ++b) {
-      const __m512 sv = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(gp + b * 32)));
+      const __m512 sv = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(gp + q8_scales_at(b))));
       for (int j = 0; j < 8; ++j) {
-        const __m512i v = _mm512_load_si512(quants + b * 512 + j * 64);
+        const __m512i v = _mm512_load_si512(gp + q8_quants_at(b) + j * 64);
         for (int i = 0; i < 4; ++i) {
           const __m512i q = _mm512_sub_epi32(field(v, 8 * i, 0xFF), _mm512_set1_epi32(128));
           _mm512_storeu_ps(wt + (b * 32 + 4 * j + i) * 16, _mm512_mul_ps(_mm512_cvtepi32_ps(q), sv));
@@ -335,11 +343,10 @@ namespace {
 template <int NT>
 void q8_tokens(const PackedMatrix& m, int64_t g, const QuantizedX* xs, float* y, int64_t ldy) {
   const uint8_t* gp = m.group(g);
-  const uint8_t* quants = gp + m.scale_bytes;
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < m.nb; ++b) {
-    const uint8_t* qb = quants + b * 512;
+    const uint8_t* qb = gp + q8_quants_at(b);
     __m512i h[NT], l[NT];
     for (int t = 0; t < NT; ++t) h[t] = l[t] = _mm512_setzero_si512();
     for (int j = 0; j < 8; ++j) {
@@ -349,7 +356,7 @@ void q8_tokens(const PackedMatrix& m, int64_t g, const QuantizedX* xs, float* y,
         l[t] = _mm512_dpbusd_epi32(l[t], w, _mm512_set1_epi32(reinterpret_cast<const int32_t*>(xs[t].lo + b * 32)[j]));
       }
     }
-    const __m512 sc = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(gp + b * 32)));
+    const __m512 sc = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(gp + q8_scales_at(b))));
     for (int t = 0; t < NT; ++t) {
       __m512i s = _mm512_add_epi32(_mm512_slli_epi32(h[t], 7), l[t]);
       s = _mm512_sub_epi32(s, _mm512_set1_epi32(xs[t].corr[b]));
