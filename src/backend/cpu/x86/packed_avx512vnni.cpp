@@ -113,8 +113,8 @@ void packed_matvec_q4k_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_
       const uint8_t* mn = p + 192;
       const uint8_t* q = p + 320;
       for (int s = 0; s < 8; ++s) {
-        // Pull the next record (37 lines) in while this one is computed.
-        for (int l = 0; l < 5; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + kSb + (s * 5 + l) * 64), _MM_HINT_T0);
+        // Request the record 3 ahead (~7 KB, as for Q8_0: 1 ahead read 15 % slower).
+        for (int l = 0; l < 5; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + 3 * kSb + (s * 5 + l) * 64), _MM_HINT_T0);
         const int64_t b = sb * 8 + s;
         const int32_t* xh = reinterpret_cast<const int32_t*>(x.hi + b * 32);
         const int32_t* xl = reinterpret_cast<const int32_t*>(x.lo + b * 32);
@@ -158,8 +158,8 @@ void packed_matvec_q6k_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_
       const uint8_t* lo = p + 288;
       const uint8_t* hi = p + 288 + 2048;
       for (int j = 0; j < 16; ++j) {  // sub-block of 16 values: octets 2j, 2j+1
-        // Pull the next record (53 lines) in while this one is computed.
-        for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + kSb + (j * 4 + l) * 64), _MM_HINT_T0);
+        // Request the record 2 ahead (~7 KB; 1 ahead read 8 % slower).
+        for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + 2 * kSb + (j * 4 + l) * 64), _MM_HINT_T0);
         const int64_t b = sb * 8 + j / 2;
         const int half = (j % 2) * 4;  // int32 offset of this half of the x block
         const int32_t* xh = reinterpret_cast<const int32_t*>(x.hi + b * 32) + half;
@@ -214,7 +214,8 @@ void packed_matvec_q5_0_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64
     __m512 acc = _mm512_setzero_ps();
     for (int64_t b = 0; b < m.nb; ++b) {
       const uint8_t* p = m.group(g) + static_cast<size_t>(b) * kBlk;
-      for (int l = 0; l < 6; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + 4 * kBlk + l * 64), _MM_HINT_T0);
+      // ~7 KB ahead, as the other layouts (4 blocks ahead read 7 % slower).
+      for (int l = 0; l < 6; ++l) _mm_prefetch(reinterpret_cast<const char*>(p + 20 * kBlk + l * 64), _MM_HINT_T0);
       const __m512i hb = _mm512_loadu_si512(p + 32);
       const int32_t* xh = reinterpret_cast<const int32_t*>(x.hi + b * 32);
       const int32_t* xl = reinterpret_cast<const int32_t*>(x.lo + b * 32);
