@@ -70,7 +70,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
 
 std::unique_ptr<Sequence> Engine::new_sequence() {
   const HParams& hp = model_->hparams();
-  return std::unique_ptr<Sequence>(new Sequence(hp.n_layer, opt_.n_ctx, hp.kv_dim(), opt_.kv_type));
+  return std::unique_ptr<Sequence>(new Sequence(hp.n_layer, opt_.n_ctx, hp.n_head_kv, hp.head_dim, opt_.kv_type));
 }
 
 Status Engine::truncate(Sequence& seq, int64_t pos) {

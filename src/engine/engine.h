@@ -40,7 +40,8 @@ class Sequence {
 
  private:
   friend class Engine;
-  Sequence(int64_t n_layer, int64_t n_ctx, int64_t kv_dim, DType t) : kv_(n_layer, n_ctx, kv_dim, t) {
+  Sequence(int64_t n_layer, int64_t n_ctx, int64_t n_head_kv, int64_t head_dim, DType t)
+      : kv_(n_layer, n_ctx, n_head_kv, head_dim, t) {
     tokens_.reserve(static_cast<size_t>(n_ctx));
   }
   KvCache kv_;

@@ -2,9 +2,14 @@
 
 namespace laya {
 
-KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim, DType type)
-    : n_layer_(n_layer), n_ctx_(n_ctx), kv_dim_(kv_dim), type_(type), elem_(type == DType::F16 ? 2 : 4) {
-  const size_t n = static_cast<size_t>(n_layer * n_ctx * kv_dim) * elem_;
+KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_head_kv, int64_t head_dim, DType type)
+    : n_layer_(n_layer),
+      n_ctx_(n_ctx),
+      n_head_kv_(n_head_kv),
+      head_dim_(head_dim),
+      type_(type),
+      elem_(type == DType::F16 ? 2 : 4) {
+  const size_t n = static_cast<size_t>(n_layer * n_ctx * n_head_kv * head_dim) * elem_;
   k_.assign(n, 0);  // touch the pages now, not during the first keystroke
   v_.assign(n, 0);
 }
@@ -19,8 +24,8 @@ Status KvCache::truncate(int64_t pos) {
 }
 
 KvLayerView KvCache::layer(int64_t il) {
-  const size_t off = static_cast<size_t>(il * n_ctx_ * kv_dim_) * elem_;
-  return KvLayerView{k_.data() + off, v_.data() + off, type_, kv_dim_};
+  const size_t off = static_cast<size_t>(il * n_ctx_ * n_head_kv_ * head_dim_) * elem_;
+  return KvLayerView{k_.data() + off, v_.data() + off, type_, n_head_kv_, head_dim_, n_ctx_};
 }
 
 }  // namespace laya

@@ -1,5 +1,5 @@
-// The KV cache of one sequence: for every layer, (n_ctx, kv_dim) rows of K and
-// of V, allocated once. Cutting it back to a position is O(1): rows past
+// The KV cache of one sequence: for every layer, K and V as (n_head_kv, n_ctx,
+// head_dim) (see KvLayerView), allocated once. Cutting it back to a position is O(1): rows past
 // n_past are simply overwritten by the next prefill.
 #pragma once
 
@@ -14,7 +14,7 @@ namespace laya {
 
 class KvCache {
  public:
-  KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim, DType type);
+  KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_head_kv, int64_t head_dim, DType type);
 
   int64_t n_ctx() const { return n_ctx_; }
   int64_t n_past() const { return n_past_; }
@@ -29,7 +29,7 @@ class KvCache {
   void set_n_past(int64_t n) { n_past_ = n; }
 
  private:
-  int64_t n_layer_, n_ctx_, kv_dim_;
+  int64_t n_layer_, n_ctx_, n_head_kv_, head_dim_;
   DType type_;
   size_t elem_;
   int64_t n_past_ = 0;

@@ -1,4 +1,4 @@
-// laya bench -m MODEL [-t THREADS] [--prompt 512] [--gen 128] [--reps N] [--json]
+// laya bench -m MODEL [-t THREADS] [--prompt 512] [--gen 128] [--reps N] [--depth D] [--same-position] [--json]
 // Prefill and decode speed, per-token decode latency percentiles, effective
 // bandwidth and peak RSS. Prompt tokens are seeded random ids (as llama-bench
 // uses). As in llama-bench, the prefill and the decode are separate tests: the
@@ -52,7 +52,8 @@ int cmd_bench(int argc, char** argv) {
   CLI::App app{"Measure prefill and decode speed and decode latency", "laya bench"};
   std::string model_path = default_model_path(), kv = "f32";
   int threads = 0, n_prompt = 512, n_gen = 128, reps = 1, warmup = 8, depth = 0;
-  bool json = false;
+  bool json = false, same_position = false;
+  std::string steps_out;
   app.add_option("-m,--model", model_path, "a .gguf file or a Hugging Face / MLX folder");
   app.add_option("-t,--threads", threads, "threads (default: all cores)");
   app.add_option("-p,--prompt", n_prompt, "prompt tokens to prefill (0 = skip)")->check(CLI::Range(0, 1 << 20));
@@ -61,6 +62,10 @@ int cmd_bench(int argc, char** argv) {
   app.add_option("--warmup", warmup, "decode steps run before measuring")->check(CLI::Range(0, 1 << 20));
   app.add_option("-d,--depth", depth, "tokens in the cache before the decode test (llama-bench -d)")->check(CLI::Range(0, 1 << 20));
   app.add_option("--kv", kv, "KV cache type: f32 or f16")->check(CLI::IsMember({"f32", "f16"}));
+  app.add_flag("--same-position", same_position,
+               "decode every step at position --depth (the cache is cut back after each step): "
+               "the step's jitter without the context growing");
+  app.add_option("--steps-out", steps_out, "write every measured step's milliseconds to this file, one per line");
   app.add_flag("--json", json, "print one JSON object");
   CLI11_PARSE(app, argc, argv);
   if (model_path.empty()) return report_error("bench", Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL"));
@@ -107,7 +112,16 @@ int cmd_bench(int argc, char** argv) {
       tok = static_cast<int32_t>(std::max_element(eng.logits(), eng.logits() + nv) - eng.logits());
       const double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
       if (i >= warmup) step_ms.push_back(ms);
+      if (same_position) {
+        if (Status st = eng.truncate(*seq, depth); !st.ok()) return report_error("bench", st);
+      }
     }
+  }
+  if (!steps_out.empty()) {
+    std::FILE* f = std::fopen(steps_out.c_str(), "w");
+    if (!f) return report_error("bench", Status(StatusCode::kIo, "cannot write --steps-out file '" + steps_out + "'"));
+    for (double v : step_ms) std::fprintf(f, "%.4f\n", v);
+    std::fclose(f);
   }
   double total_ms = 0;
   for (double v : step_ms) total_ms += v;
@@ -122,9 +136,9 @@ int cmd_bench(int argc, char** argv) {
     std::printf("{\"model\": \"%s\", \"threads\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"depth\": %d, \"reps\": %d, "
                 "\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"decode_ms_mean\": %.4f, \"decode_ms_p50\": %.4f, "
                 "\"decode_ms_p99\": %.4f, \"decode_ms_p999\": %.4f, \"decode_ms_max\": %.4f, \"decode_gb_s\": %.3f, "
-                "\"weight_bytes_per_token\": %.0f, \"peak_rss_mb\": %.1f}\n",
+                "\"same_position\": %s, \"weight_bytes_per_token\": %.0f, \"peak_rss_mb\": %.1f}\n",
                 model_path.c_str(), eng.options().n_threads, n_prompt, n_gen, depth, reps, best_prefill, decode_tok_s, mean_ms,
-                p50, p99, p999, mx, gbs, bpt, rss);
+                p50, p99, p999, mx, gbs, same_position ? "true" : "false", bpt, rss);
   } else {
     std::printf("model          %s\nthreads        %d\n", model_path.c_str(), eng.options().n_threads);
     if (n_prompt > 0) std::printf("prefill        %.1f tok/s (%d tokens)\n", best_prefill, n_prompt);

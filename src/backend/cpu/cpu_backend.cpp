@@ -35,7 +35,6 @@ CpuBackend::CpuBackend(const CpuBackendLimits& lim) : lim_(lim), pool_(lim.n_thr
     s.tile.resize(static_cast<size_t>(kTileRows * lim.max_cols));
     s.tileT.resize(static_cast<size_t>(kTileRows * lim.max_cols));
     s.scores.resize(static_cast<size_t>(std::max<int64_t>(lim.max_ctx, 1) * std::max<int64_t>(lim.max_group, 1)));
-    s.vrow.resize(static_cast<size_t>(std::max<int64_t>(lim.max_head_dim, 1)));
   }
   // Resolve the ISA once, outside any hot path.
   gemm_ = cpu::gemm_tile_for(cpu::kernels().isa);
@@ -301,78 +300,51 @@ void CpuBackend::rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim
 }
 
 void CpuBackend::kv_store(const KvLayerView& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0) {
-  const int64_t d = kv.kv_dim;
-  if (kv.type == DType::F32) {
-    std::memcpy(static_cast<float*>(kv.k) + pos0 * d, k, static_cast<size_t>(n_tok * d) * 4);
-    std::memcpy(static_cast<float*>(kv.v) + pos0 * d, v, static_cast<size_t>(n_tok * d) * 4);
-  } else {
-    uint16_t* kd = static_cast<uint16_t*>(kv.k) + pos0 * d;
-    uint16_t* vd = static_cast<uint16_t*>(kv.v) + pos0 * d;
-    for (int64_t i = 0; i < n_tok * d; ++i) {
-      kd[i] = f32_to_fp16(k[i]);
-      vd[i] = f32_to_fp16(v[i]);
+  // k, v: (n_tok, n_head_kv * hd) rows → (head, position) slices of the cache.
+  const int64_t hd = kv.head_dim, kvd = kv.n_head_kv * hd;
+  for (int64_t t = 0; t < n_tok; ++t) {
+    for (int64_t g = 0; g < kv.n_head_kv; ++g) {
+      const float* ks = k + t * kvd + g * hd;
+      const float* vs = v + t * kvd + g * hd;
+      const int64_t at = kv.at(g, pos0 + t);
+      if (kv.type == DType::F32) {
+        std::memcpy(static_cast<float*>(kv.k) + at, ks, static_cast<size_t>(hd) * 4);
+        std::memcpy(static_cast<float*>(kv.v) + at, vs, static_cast<size_t>(hd) * 4);
+      } else {
+        uint16_t* kd = static_cast<uint16_t*>(kv.k) + at;
+        uint16_t* vd = static_cast<uint16_t*>(kv.v) + at;
+        for (int64_t i = 0; i < hd; ++i) {
+          kd[i] = f32_to_fp16(ks[i]);
+          vd[i] = f32_to_fp16(vs[i]);
+        }
+      }
     }
   }
 }
 
 void CpuBackend::attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
                            float* out) {
-  const int64_t hd = s.head_dim, group = s.n_head / s.n_head_kv, kvd = kv.kv_dim;
-  if (kv.type == DType::F32) {
-    // One work item per (token, KV head): the GQA group's query heads share
-    // every K/V row read.
-    const cpu::AttendGroupFn attend = cpu::attend_group_for(static_cast<int>(group), hd);
-    const int64_t n_work = n_tok * s.n_head_kv;
-    pool_.run_each([&](int ti, int nt) {
-      int64_t b, e;
-      split(n_work, ti, nt, 1, &b, &e);
-      float* scores = scratch_[static_cast<size_t>(ti)].scores.data();
-      for (int64_t w = b; w < e; ++w) {
-        const int64_t t = w / s.n_head_kv, g = w % s.n_head_kv;
-        const int64_t first_head = t * s.n_head + g * group;
-        attend(q + first_head * hd, static_cast<int>(group), hd, static_cast<const float*>(kv.k) + g * hd,
-               static_cast<const float*>(kv.v) + g * hd, kvd, pos0 + t + 1, s.scale, scores, out + first_head * hd);
-      }
-    });
-    return;
-  }
-  attention_f16(kv, q, n_tok, pos0, s, out);
-}
-
-void CpuBackend::attention_f16(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
-                               float* out) {
-  const cpu::KernelTable& kt = cpu::kernels();
-  const int64_t hd = s.head_dim, group = s.n_head / s.n_head_kv, kvd = kv.kv_dim;
-  const cpu::DotRowFn dot16 = kt.dot_row[static_cast<uint32_t>(DType::F16)];
-  const cpu::DequantizeRowFn deq16 = kt.dequantize_row[static_cast<uint32_t>(DType::F16)];
-  const int64_t n_work = n_tok * s.n_head;
+  const int64_t hd = s.head_dim, group = s.n_head / s.n_head_kv;
+  const bool f16 = kv.type == DType::F16;
+  // One work item per (token, KV head): the GQA group's query heads share
+  // every K/V row read, and a head's rows are one contiguous stream.
+  const cpu::AttendGroupFn attend = cpu::attend_group_for(static_cast<int>(group), hd);
+  const cpu::AttendGroupF16Fn attend16 = cpu::attend_group_f16_for(static_cast<int>(group), hd);
+  const int64_t n_work = n_tok * s.n_head_kv;
   pool_.run_each([&](int ti, int nt) {
     int64_t b, e;
     split(n_work, ti, nt, 1, &b, &e);
-    ThreadScratch& sc = scratch_[static_cast<size_t>(ti)];
-    float* scores = sc.scores.data();
-    float* vrow = sc.vrow.data();
+    float* scores = scratch_[static_cast<size_t>(ti)].scores.data();
     for (int64_t w = b; w < e; ++w) {
-      const int64_t t = w / s.n_head, h = w % s.n_head, g = h / group;
-      const float* qh = q + (t * s.n_head + h) * hd;
-      const int64_t n_kv = pos0 + t + 1;
-      float mx = -INFINITY;
-      for (int64_t j = 0; j < n_kv; ++j) {
-        scores[j] = dot16(static_cast<const uint16_t*>(kv.k) + j * kvd + g * hd, qh, hd) * s.scale;
-        mx = std::max(mx, scores[j]);
-      }
-      double sum = 0;
-      for (int64_t j = 0; j < n_kv; ++j) {
-        scores[j] = std::exp(scores[j] - mx);
-        sum += scores[j];
-      }
-      const float inv = static_cast<float>(1.0 / sum);
-      float* o = out + (t * s.n_head + h) * hd;
-      std::memset(o, 0, static_cast<size_t>(hd) * 4);
-      for (int64_t j = 0; j < n_kv; ++j) {
-        const float p = scores[j] * inv;
-        deq16(static_cast<const uint16_t*>(kv.v) + j * kvd + g * hd, vrow, hd);
-        kt.axpy_f32(p, vrow, o, hd);
+      const int64_t t = w / s.n_head_kv, g = w % s.n_head_kv;
+      const int64_t first_head = t * s.n_head + g * group;
+      const int64_t n_kv = pos0 + t + 1, at = kv.at(g, 0);
+      if (f16) {
+        attend16(q + first_head * hd, static_cast<int>(group), hd, static_cast<const uint16_t*>(kv.k) + at,
+                 static_cast<const uint16_t*>(kv.v) + at, hd, n_kv, s.scale, scores, out + first_head * hd);
+      } else {
+        attend(q + first_head * hd, static_cast<int>(group), hd, static_cast<const float*>(kv.k) + at,
+               static_cast<const float*>(kv.v) + at, hd, n_kv, s.scale, scores, out + first_head * hd);
       }
     }
   });

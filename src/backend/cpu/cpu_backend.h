@@ -55,8 +55,6 @@ class CpuBackend final : public Backend {
   // y (n_tok, ldy) rows r of the tile rowp[0..nr) for tokens x (n_tok, cols).
   void gemm_rows(const float* const* rowp, int64_t nr, const float* x, int64_t cols, int64_t n_tok, float* y, int64_t ldy,
                  int ti);
-  void attention_f16(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
-                     float* out);
   // Rows [b, e) of one matrix for tokens x (n_tok, cols), on thread ti.
   void matmul_rows(const Tensor& w, const float* x, int64_t n_tok, float* y, int64_t b, int64_t e, int ti);
 
@@ -64,7 +62,6 @@ class CpuBackend final : public Backend {
     std::vector<float> tile;    // kTileRows * max_cols
     std::vector<float> tileT;   // the tile transposed (AVX-512 outer-product GEMM)
     std::vector<float> scores;  // max_ctx * max_group
-    std::vector<float> vrow;    // max_head_dim
   };
   // A packed matrix with the decode kernel for its type.
   struct PackedEntry {

@@ -1,6 +1,12 @@
 // AVX-512 decode attention for one GQA group (see attention.h).
 #include <immintrin.h>
 
+// GCC 12 reports the intrinsics' own "undefined" pass-through operands as
+// maybe-uninitialized once they are inlined into a template (as in packed_avx512vnni.cpp).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #include <cmath>
 
 #include "backend/cpu/attention.h"
@@ -40,18 +46,21 @@ inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
   return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
-}  // namespace
 
-void attend_group_avx512(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t kv_stride,
-                         int64_t n_kv, float scale, float* scores, float* out) {
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+
+template <typename T>
+void attend_group(const float* q, int group, int64_t hd, const T* k, const T* v, int64_t kv_stride, int64_t n_kv,
+                  float scale, float* scores, float* out) {
   const int64_t nc = hd / 16;
   // Scores: each K row is loaded once and used by every head of the group.
   for (int64_t j = 0; j < n_kv; ++j) {
-    const float* kr = k + j * kv_stride;
+    const T* kr = k + j * kv_stride;
     __m512 acc[8];
     for (int h = 0; h < group; ++h) acc[h] = _mm512_setzero_ps();
     for (int64_t c = 0; c < nc; ++c) {
-      const __m512 kv = _mm512_loadu_ps(kr + c * 16);
+      const __m512 kv = load16(kr + c * 16);
       for (int h = 0; h < group; ++h) acc[h] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(q + h * hd + c * 16), acc[h]);
     }
     int h = 0;
@@ -92,9 +101,9 @@ void attend_group_avx512(const float* q, int group, int64_t hd, const float* k, 
     __m512 o[24];
     for (int i = 0; i < group * nc; ++i) o[i] = _mm512_setzero_ps();
     for (int64_t j = 0; j < n_kv; ++j) {
-      const float* vr = v + j * kv_stride;
+      const T* vr = v + j * kv_stride;
       for (int64_t c = 0; c < nc; ++c) {
-        const __m512 vv = _mm512_loadu_ps(vr + c * 16);
+        const __m512 vv = load16(vr + c * 16);
         for (int h = 0; h < group; ++h) o[h * nc + c] = _mm512_fmadd_ps(_mm512_set1_ps(scores[h * n_kv + j]), vv, o[h * nc + c]);
       }
     }
@@ -104,9 +113,9 @@ void attend_group_avx512(const float* q, int group, int64_t hd, const float* k, 
     for (int h = 0; h < group; ++h)
       for (int64_t c = 0; c < nc; ++c) _mm512_storeu_ps(out + h * hd + c * 16, _mm512_setzero_ps());
     for (int64_t j = 0; j < n_kv; ++j) {
-      const float* vr = v + j * kv_stride;
+      const T* vr = v + j * kv_stride;
       for (int64_t c = 0; c < nc; ++c) {
-        const __m512 vv = _mm512_loadu_ps(vr + c * 16);
+        const __m512 vv = load16(vr + c * 16);
         for (int h = 0; h < group; ++h) {
           float* op = out + h * hd + c * 16;
           _mm512_storeu_ps(op, _mm512_fmadd_ps(_mm512_set1_ps(scores[h * n_kv + j]), vv, _mm512_loadu_ps(op)));
@@ -114,6 +123,18 @@ void attend_group_avx512(const float* q, int group, int64_t hd, const float* k, 
       }
     }
   }
+}
+
+}  // namespace
+
+void attend_group_avx512(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t kv_stride,
+                         int64_t n_kv, float scale, float* scores, float* out) {
+  attend_group(q, group, hd, k, v, kv_stride, n_kv, scale, scores, out);
+}
+
+void attend_group_f16_avx512(const float* q, int group, int64_t hd, const uint16_t* k, const uint16_t* v,
+                             int64_t kv_stride, int64_t n_kv, float scale, float* scores, float* out) {
+  attend_group(q, group, hd, k, v, kv_stride, n_kv, scale, scores, out);
 }
 
 }  // namespace laya::cpu

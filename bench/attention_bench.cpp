@@ -1,0 +1,64 @@
+// Decode attention of one GQA group over n_kv cached positions (the step's
+// cost that grows with the context). Shapes of the benchmark models:
+// group 7 / hd 64 (qwen2.5-0.5b), group 4 / hd 64 (llama-3.2-1b), 2 / 128 (qwen3-0.6b).
+// Run: build/bench/laya_bench --benchmark_filter=Attend
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/attention.h"
+#include "core/fp16.h"
+
+namespace {
+
+using namespace laya::cpu;
+
+void run(benchmark::State& st, int group, int64_t hd, int64_t n_kv, bool f16) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> q(static_cast<size_t>(group * hd)), kf(static_cast<size_t>(n_kv * hd)), vf(kf.size());
+  std::vector<uint16_t> k16(kf.size()), v16(kf.size());
+  for (auto& x : q) x = nd(rng);
+  for (size_t i = 0; i < kf.size(); ++i) {
+    kf[i] = nd(rng);
+    vf[i] = nd(rng);
+    k16[i] = laya::f32_to_fp16(kf[i]);
+    v16[i] = laya::f32_to_fp16(vf[i]);
+  }
+  std::vector<float> scores(static_cast<size_t>(group * n_kv)), out(q.size());
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const AttendGroupFn f32 = attend_group_for(group, hd);
+  const AttendGroupF16Fn fh = attend_group_f16_for(group, hd);
+  for (auto _ : st) {
+    if (f16) {
+      fh(q.data(), group, hd, k16.data(), v16.data(), hd, n_kv, scale, scores.data(), out.data());
+    } else {
+      f32(q.data(), group, hd, kf.data(), vf.data(), hd, n_kv, scale, scores.data(), out.data());
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  st.SetItemsProcessed(st.iterations() * n_kv);  // items = cached positions
+  st.SetBytesProcessed(st.iterations() * n_kv * hd * 2 * (f16 ? 2 : 4));
+}
+
+const int kRegistered = [] {
+  struct Shape {
+    int group;
+    int64_t hd;
+  };
+  for (Shape s : {Shape{7, 64}, Shape{4, 64}, Shape{2, 128}}) {
+    for (bool f16 : {false, true}) {
+      for (int64_t n_kv : {256, 1024}) {
+        const std::string name = "Attend/g" + std::to_string(s.group) + "_hd" + std::to_string(s.hd) + (f16 ? "/f16/" : "/f32/") +
+                                 std::to_string(n_kv);
+        benchmark::RegisterBenchmark(name.c_str(), [s, n_kv, f16](benchmark::State& st) { run(st, s.group, s.hd, n_kv, f16); });
+      }
+    }
+  }
+  return 0;
+}();
+
+}  // namespace
