@@ -19,7 +19,7 @@ using namespace laya::cpu;
 void run(benchmark::State& st, int group, int64_t hd, int64_t n_kv, bool f16) {
   std::mt19937 rng(3);
   std::normal_distribution<float> nd(0.f, 1.f);
-  std::vector<float> q(static_cast<size_t>(group * hd)), kf(static_cast<size_t>(n_kv * hd)), vf(kf.size());
+  std::vector<float> q(static_cast<size_t>(group * hd)), kf(static_cast<size_t>(scores_stride(n_kv) * hd)), vf(kf.size());
   std::vector<uint16_t> k16(kf.size()), v16(kf.size());
   for (auto& x : q) x = nd(rng);
   for (size_t i = 0; i < kf.size(); ++i) {
@@ -28,15 +28,15 @@ void run(benchmark::State& st, int group, int64_t hd, int64_t n_kv, bool f16) {
     k16[i] = laya::f32_to_fp16(kf[i]);
     v16[i] = laya::f32_to_fp16(vf[i]);
   }
-  std::vector<float> scores(static_cast<size_t>(group * n_kv)), out(q.size());
+  std::vector<float> scores(static_cast<size_t>(group * scores_stride(n_kv))), out(q.size());
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const AttendGroupFn f32 = attend_group_for(group, hd);
   const AttendGroupF16Fn fh = attend_group_f16_for(group, hd);
   for (auto _ : st) {
     if (f16) {
-      fh(q.data(), group, hd, k16.data(), v16.data(), hd, n_kv, scale, scores.data(), out.data());
+      fh(q.data(), group, hd, k16.data(), v16.data(), n_kv, scale, scores.data(), out.data());
     } else {
-      f32(q.data(), group, hd, kf.data(), vf.data(), hd, n_kv, scale, scores.data(), out.data());
+      f32(q.data(), group, hd, kf.data(), vf.data(), n_kv, scale, scores.data(), out.data());
     }
     benchmark::DoNotOptimize(out.data());
   }

@@ -1,4 +1,6 @@
-// The SIMD decode-attention kernel against the scalar one on random data.
+// The decode-attention kernels: the scalar one against a plain softmax
+// attention written here on row-major K (so the blocked K layout is checked
+// too), the SIMD ones against the scalar ones, on random data.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,64 +12,112 @@
 namespace laya::cpu {
 namespace {
 
-TEST(KernelAttention, SimdMatchesScalar) {
-  std::mt19937 rng(11);
+// out (group, hd) from row-major k, v (n_kv, hd), in double.
+std::vector<float> plain_attention(const std::vector<float>& q, int group, int64_t hd, const std::vector<float>& k,
+                                   const std::vector<float>& v, int64_t n_kv, float scale) {
+  std::vector<float> out(static_cast<size_t>(group * hd));
+  for (int h = 0; h < group; ++h) {
+    std::vector<double> s(static_cast<size_t>(n_kv));
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < n_kv; ++j) {
+      double d = 0;
+      for (int64_t i = 0; i < hd; ++i) d += static_cast<double>(k[static_cast<size_t>(j * hd + i)]) * q[static_cast<size_t>(h * hd + i)];
+      s[static_cast<size_t>(j)] = d * scale;
+      mx = std::max(mx, s[static_cast<size_t>(j)]);
+    }
+    for (auto& x : s) sum += (x = std::exp(x - mx));
+    for (int64_t i = 0; i < hd; ++i) {
+      double o = 0;
+      for (int64_t j = 0; j < n_kv; ++j) o += s[static_cast<size_t>(j)] / sum * v[static_cast<size_t>(j * hd + i)];
+      out[static_cast<size_t>(h * hd + i)] = static_cast<float>(o);
+    }
+  }
+  return out;
+}
+
+struct Case {
+  std::vector<float> q, k_rows, v_rows, k_blocked;
+  std::vector<uint16_t> k16_blocked, v16;
+};
+
+// Random q, K, V; K also in the blocked layout (garbage past n_kv in the last
+// block, which the kernels must ignore), and both in fp16 (values rounded
+// first, so the fp16 and float32 paths see the same numbers).
+Case make_case(std::mt19937& rng, int group, int64_t hd, int64_t n_kv) {
   std::normal_distribution<float> nd(0.f, 1.f);
+  Case c;
+  c.q.resize(static_cast<size_t>(group * hd));
+  for (auto& x : c.q) x = nd(rng);
+  const size_t n = static_cast<size_t>(n_kv * hd);
+  c.k_rows.resize(n);
+  c.v_rows.resize(n);
+  c.v16.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    c.k_rows[i] = fp16_to_f32(f32_to_fp16(nd(rng) * 2.f));
+    c.v16[i] = f32_to_fp16(nd(rng));
+    c.v_rows[i] = fp16_to_f32(c.v16[i]);
+  }
+  const size_t nb = static_cast<size_t>(scores_stride(n_kv) * hd);
+  c.k_blocked.assign(nb, std::nanf(""));
+  c.k16_blocked.assign(nb, 0x7E00);  // fp16 NaN
+  for (int64_t j = 0; j < n_kv; ++j) {
+    for (int64_t i = 0; i < hd; ++i) {
+      const float x = c.k_rows[static_cast<size_t>(j * hd + i)];
+      c.k_blocked[static_cast<size_t>(k_index(j, i, hd))] = x;
+      c.k16_blocked[static_cast<size_t>(k_index(j, i, hd))] = f32_to_fp16(x);
+    }
+  }
+  return c;
+}
+
+TEST(KernelAttention, ScalarMatchesPlainAttention) {
+  std::mt19937 rng(10);
   for (int group : {1, 4, 7}) {
-    for (int64_t hd : {16, 64, 128}) {
-      AttendGroupFn f = attend_group_for(group, hd);
-      if (f == attend_group_scalar) continue;
-      for (int64_t n_kv : {1, 15, 17, 300}) {
-        const int64_t stride = hd * 3 + 16;
-        std::vector<float> q(static_cast<size_t>(group * hd)), k(static_cast<size_t>(n_kv * stride)),
-            v(static_cast<size_t>(n_kv * stride));
-        for (auto& x : q) x = nd(rng);
-        for (auto& x : k) x = nd(rng) * 2.f;
-        for (auto& x : v) x = nd(rng);
-        std::vector<float> s1(static_cast<size_t>(group * n_kv)), s2(s1.size());
-        std::vector<float> o1(q.size()), o2(q.size());
+    for (int64_t hd : {16, 64}) {
+      for (int64_t n_kv : {1, 15, 17, 100}) {
+        Case c = make_case(rng, group, hd, n_kv);
         const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-        attend_group_scalar(q.data(), group, hd, k.data(), v.data(), stride, n_kv, scale, s1.data(), o1.data());
-        f(q.data(), group, hd, k.data(), v.data(), stride, n_kv, scale, s2.data(), o2.data());
-        for (size_t i = 0; i < o1.size(); ++i)
-          ASSERT_NEAR(o2[i], o1[i], 2e-5f * (1.f + std::fabs(o1[i]))) << "group " << group << " hd " << hd << " n_kv " << n_kv;
+        const std::vector<float> want = plain_attention(c.q, group, hd, c.k_rows, c.v_rows, n_kv, scale);
+        std::vector<float> scores(static_cast<size_t>(group * scores_stride(n_kv))), out(c.q.size()), out16(c.q.size());
+        attend_group_scalar(c.q.data(), group, hd, c.k_blocked.data(), c.v_rows.data(), n_kv, scale, scores.data(), out.data());
+        attend_group_f16_scalar(c.q.data(), group, hd, c.k16_blocked.data(), c.v16.data(), n_kv, scale, scores.data(),
+                                out16.data());
+        for (size_t i = 0; i < out.size(); ++i) {
+          ASSERT_NEAR(out[i], want[i], 1e-5f * (1.f + std::fabs(want[i]))) << "group " << group << " hd " << hd << " n_kv " << n_kv;
+          ASSERT_EQ(out16[i], out[i]) << "fp16 path vs float32 path on the same values";
+        }
       }
     }
   }
 }
 
-// The fp16-cache kernels: scalar against a float32 reference run on the
-// widened values (so the two must agree to rounding), SIMD against scalar.
-TEST(KernelAttention, F16SimdMatchesScalarAndF32) {
-  std::mt19937 rng(12);
-  std::normal_distribution<float> nd(0.f, 1.f);
-  for (int group : {1, 4, 7}) {
-    for (int64_t hd : {16, 64, 128}) {
-      AttendGroupF16Fn f = attend_group_f16_for(group, hd);
-      for (int64_t n_kv : {1, 15, 17, 300}) {
-        const int64_t stride = hd;
-        std::vector<float> q(static_cast<size_t>(group * hd)), kf(static_cast<size_t>(n_kv * stride)), vf(kf.size());
-        std::vector<uint16_t> k(kf.size()), v(kf.size());
-        for (auto& x : q) x = nd(rng);
-        for (size_t i = 0; i < k.size(); ++i) {
-          k[i] = f32_to_fp16(nd(rng) * 2.f);
-          v[i] = f32_to_fp16(nd(rng));
-          kf[i] = fp16_to_f32(k[i]);
-          vf[i] = fp16_to_f32(v[i]);
-        }
-        std::vector<float> s0(static_cast<size_t>(group * n_kv)), s1(s0.size()), s2(s0.size());
-        std::vector<float> o0(q.size()), o1(q.size()), o2(q.size());
+TEST(KernelAttention, SimdMatchesScalar) {
+  std::mt19937 rng(11);
+  int checked = 0;
+  for (int group : {1, 2, 3, 4, 7, 8}) {
+    for (int64_t hd : {16, 32, 64, 128, 256}) {
+      AttendGroupFn f = attend_group_for(group, hd);
+      AttendGroupF16Fn f16 = attend_group_f16_for(group, hd);
+      if (f == attend_group_scalar) continue;
+      for (int64_t n_kv : {1, 15, 16, 17, 300}) {
+        Case c = make_case(rng, group, hd, n_kv);
         const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-        attend_group_scalar(q.data(), group, hd, kf.data(), vf.data(), stride, n_kv, scale, s0.data(), o0.data());
-        attend_group_f16_scalar(q.data(), group, hd, k.data(), v.data(), stride, n_kv, scale, s1.data(), o1.data());
-        f(q.data(), group, hd, k.data(), v.data(), stride, n_kv, scale, s2.data(), o2.data());
+        std::vector<float> s1(static_cast<size_t>(group * scores_stride(n_kv))), s2(s1.size());
+        std::vector<float> o1(c.q.size()), o2(c.q.size()), o3(c.q.size());
+        attend_group_scalar(c.q.data(), group, hd, c.k_blocked.data(), c.v_rows.data(), n_kv, scale, s1.data(), o1.data());
+        f(c.q.data(), group, hd, c.k_blocked.data(), c.v_rows.data(), n_kv, scale, s2.data(), o2.data());
+        f16(c.q.data(), group, hd, c.k16_blocked.data(), c.v16.data(), n_kv, scale, s2.data(), o3.data());
         for (size_t i = 0; i < o1.size(); ++i) {
-          ASSERT_EQ(o1[i], o0[i]) << "scalar fp16 vs widened f32, group " << group << " hd " << hd << " n_kv " << n_kv;
           ASSERT_NEAR(o2[i], o1[i], 2e-5f * (1.f + std::fabs(o1[i]))) << "group " << group << " hd " << hd << " n_kv " << n_kv;
+          ASSERT_NEAR(o3[i], o1[i], 2e-5f * (1.f + std::fabs(o1[i]))) << "fp16, group " << group << " hd " << hd << " n_kv " << n_kv;
         }
+        ++checked;
       }
     }
   }
+#if defined(LAYA_HAVE_X86)
+  if (checked == 0) GTEST_SKIP() << "no AVX-512 on this CPU: only the scalar kernel exists here";
+#endif
 }
 
 }  // namespace

@@ -20,16 +20,18 @@ struct RopeTable {
   bool interleaved = false;  // pairs (2i, 2i+1) instead of (i, i + half)
 };
 
-// One sequence's cache for one layer, head-major: K and V are each
-// (n_head_kv, n_ctx, head_dim), so one KV head's rows are contiguous and the
-// decode attention of a GQA group reads one sequential stream.
+// One sequence's cache for one layer, head-major: K and V each hold n_head_kv
+// slices of n_ctx * head_dim elements (n_ctx a multiple of 16), so a GQA
+// group's attention reads two sequential streams. Inside a slice V is
+// (position, head_dim) and K is blocked by the backend for its kernels (the
+// CPU's: 16 positions transposed, cpu/attention.h).
 struct KvLayerView {
   void* k = nullptr;
   void* v = nullptr;
   DType type = DType::F32;  // F32 or F16
   int64_t n_head_kv = 0, head_dim = 0, n_ctx = 0;
-  // Element offset of (head g, position p).
-  int64_t at(int64_t g, int64_t p) const { return (g * n_ctx + p) * head_dim; }
+  // Element offset of head g's slice.
+  int64_t head(int64_t g) const { return g * n_ctx * head_dim; }
 };
 
 struct AttentionShape {

@@ -7,9 +7,10 @@ KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_head_kv, int64_t head
       n_ctx_(n_ctx),
       n_head_kv_(n_head_kv),
       head_dim_(head_dim),
+      n_alloc_((n_ctx + 15) / 16 * 16),
       type_(type),
       elem_(type == DType::F16 ? 2 : 4) {
-  const size_t n = static_cast<size_t>(n_layer * n_ctx * n_head_kv * head_dim) * elem_;
+  const size_t n = static_cast<size_t>(n_layer * n_alloc_ * n_head_kv * head_dim) * elem_;
   k_.assign(n, 0);  // touch the pages now, not during the first keystroke
   v_.assign(n, 0);
 }
@@ -24,8 +25,8 @@ Status KvCache::truncate(int64_t pos) {
 }
 
 KvLayerView KvCache::layer(int64_t il) {
-  const size_t off = static_cast<size_t>(il * n_ctx_ * n_head_kv_ * head_dim_) * elem_;
-  return KvLayerView{k_.data() + off, v_.data() + off, type_, n_head_kv_, head_dim_, n_ctx_};
+  const size_t off = static_cast<size_t>(il * n_alloc_ * n_head_kv_ * head_dim_) * elem_;
+  return KvLayerView{k_.data() + off, v_.data() + off, type_, n_head_kv_, head_dim_, n_alloc_};
 }
 
 }  // namespace laya

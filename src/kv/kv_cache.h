@@ -30,6 +30,7 @@ class KvCache {
 
  private:
   int64_t n_layer_, n_ctx_, n_head_kv_, head_dim_;
+  int64_t n_alloc_;  // positions allocated: n_ctx rounded up to whole 16-position K blocks
   DType type_;
   size_t elem_;
   int64_t n_past_ = 0;

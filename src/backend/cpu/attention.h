@@ -1,32 +1,40 @@
 // Attention of one query token over the KV cache (float32 or fp16), for the
 // query heads that share one KV head (GQA group): K/V rows are read once for
 // the whole group. The scalar versions are the reference for the SIMD ones.
+//
+// Layout of one KV head (see KvLayerView): K in blocks of kKvBlock positions,
+// each block (head_dim, kKvBlock) — element (position p, dim i) at
+// k_index(p, i, hd) — so 16 positions' scores are the 16 lanes of one vector,
+// without horizontal sums; V as (position, head_dim) rows.
 #pragma once
 
 #include <cstdint>
 
 namespace laya::cpu {
 
-// q: (group, hd) query heads; k, v: n_kv rows with stride kv_stride floats
-// (already offset to this KV head); scores: scratch of group * n_kv floats;
-// out: (group, hd).
-using AttendGroupFn = void (*)(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t kv_stride,
-                               int64_t n_kv, float scale, float* scores, float* out);
+constexpr int64_t kKvBlock = 16;
+constexpr int64_t k_index(int64_t p, int64_t i, int64_t hd) { return ((p / kKvBlock) * hd + i) * kKvBlock + p % kKvBlock; }
+// Floats of score scratch one head needs for n_kv positions (whole blocks).
+constexpr int64_t scores_stride(int64_t n_kv) { return (n_kv + kKvBlock - 1) / kKvBlock * kKvBlock; }
 
+// q: (group, hd) query heads; k: this KV head's blocks; v: its n_kv rows of
+// hd; scores: scratch of group * scores_stride(n_kv) floats; out: (group, hd).
+using AttendGroupFn = void (*)(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t n_kv,
+                               float scale, float* scores, float* out);
 // The same over an fp16 cache (values widened exactly, arithmetic in float32).
 using AttendGroupF16Fn = void (*)(const float* q, int group, int64_t hd, const uint16_t* k, const uint16_t* v,
-                                  int64_t kv_stride, int64_t n_kv, float scale, float* scores, float* out);
+                                  int64_t n_kv, float scale, float* scores, float* out);
 
-void attend_group_scalar(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t kv_stride,
-                         int64_t n_kv, float scale, float* scores, float* out);
-void attend_group_f16_scalar(const float* q, int group, int64_t hd, const uint16_t* k, const uint16_t* v,
-                             int64_t kv_stride, int64_t n_kv, float scale, float* scores, float* out);
+void attend_group_scalar(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t n_kv, float scale,
+                         float* scores, float* out);
+void attend_group_f16_scalar(const float* q, int group, int64_t hd, const uint16_t* k, const uint16_t* v, int64_t n_kv,
+                             float scale, float* scores, float* out);
 #if defined(LAYA_HAVE_X86)
-// hd % 16 == 0, group <= 8.
-void attend_group_avx512(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t kv_stride,
-                         int64_t n_kv, float scale, float* scores, float* out);
-void attend_group_f16_avx512(const float* q, int group, int64_t hd, const uint16_t* k, const uint16_t* v,
-                             int64_t kv_stride, int64_t n_kv, float scale, float* scores, float* out);
+// hd in {16, 32, 64, 128, 256}, group <= 8.
+void attend_group_avx512(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t n_kv, float scale,
+                         float* scores, float* out);
+void attend_group_f16_avx512(const float* q, int group, int64_t hd, const uint16_t* k, const uint16_t* v, int64_t n_kv,
+                             float scale, float* scores, float* out);
 #endif
 
 // The fastest for this CPU and shape, or the scalar one.

@@ -34,7 +34,7 @@ CpuBackend::CpuBackend(const CpuBackendLimits& lim) : lim_(lim), pool_(lim.n_thr
   for (auto& s : scratch_) {
     s.tile.resize(static_cast<size_t>(kTileRows * lim.max_cols));
     s.tileT.resize(static_cast<size_t>(kTileRows * lim.max_cols));
-    s.scores.resize(static_cast<size_t>(std::max<int64_t>(lim.max_ctx, 1) * std::max<int64_t>(lim.max_group, 1)));
+    s.scores.resize(static_cast<size_t>(cpu::scores_stride(std::max<int64_t>(lim.max_ctx, 1)) * std::max<int64_t>(lim.max_group, 1)));
   }
   // Resolve the ISA once, outside any hot path.
   gemm_ = cpu::gemm_tile_for(cpu::kernels().isa);
@@ -300,23 +300,27 @@ void CpuBackend::rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim
 }
 
 void CpuBackend::kv_store(const KvLayerView& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0) {
-  // k, v: (n_tok, n_head_kv * hd) rows → (head, position) slices of the cache.
+  // k, v: (n_tok, n_head_kv * hd) rows → each head's slice: V rows as they
+  // are, K into its 16-position blocks (cpu/attention.h).
   const int64_t hd = kv.head_dim, kvd = kv.n_head_kv * hd;
+  const bool f16 = kv.type == DType::F16;
   for (int64_t t = 0; t < n_tok; ++t) {
+    const int64_t p = pos0 + t;
     for (int64_t g = 0; g < kv.n_head_kv; ++g) {
       const float* ks = k + t * kvd + g * hd;
       const float* vs = v + t * kvd + g * hd;
-      const int64_t at = kv.at(g, pos0 + t);
-      if (kv.type == DType::F32) {
-        std::memcpy(static_cast<float*>(kv.k) + at, ks, static_cast<size_t>(hd) * 4);
-        std::memcpy(static_cast<float*>(kv.v) + at, vs, static_cast<size_t>(hd) * 4);
-      } else {
-        uint16_t* kd = static_cast<uint16_t*>(kv.k) + at;
-        uint16_t* vd = static_cast<uint16_t*>(kv.v) + at;
+      const int64_t base = kv.head(g);
+      if (f16) {
+        uint16_t* kd = static_cast<uint16_t*>(kv.k) + base;
+        uint16_t* vd = static_cast<uint16_t*>(kv.v) + base + p * hd;
         for (int64_t i = 0; i < hd; ++i) {
-          kd[i] = f32_to_fp16(ks[i]);
+          kd[cpu::k_index(p, i, hd)] = f32_to_fp16(ks[i]);
           vd[i] = f32_to_fp16(vs[i]);
         }
+      } else {
+        float* kd = static_cast<float*>(kv.k) + base;
+        for (int64_t i = 0; i < hd; ++i) kd[cpu::k_index(p, i, hd)] = ks[i];
+        std::memcpy(static_cast<float*>(kv.v) + base + p * hd, vs, static_cast<size_t>(hd) * 4);
       }
     }
   }
@@ -327,7 +331,7 @@ void CpuBackend::attention(const KvLayerView& kv, const float* q, int64_t n_tok,
   const int64_t hd = s.head_dim, group = s.n_head / s.n_head_kv;
   const bool f16 = kv.type == DType::F16;
   // One work item per (token, KV head): the GQA group's query heads share
-  // every K/V row read, and a head's rows are one contiguous stream.
+  // every K/V row read, and a head's K and V are two contiguous streams.
   const cpu::AttendGroupFn attend = cpu::attend_group_for(static_cast<int>(group), hd);
   const cpu::AttendGroupF16Fn attend16 = cpu::attend_group_f16_for(static_cast<int>(group), hd);
   const int64_t n_work = n_tok * s.n_head_kv;
@@ -338,13 +342,13 @@ void CpuBackend::attention(const KvLayerView& kv, const float* q, int64_t n_tok,
     for (int64_t w = b; w < e; ++w) {
       const int64_t t = w / s.n_head_kv, g = w % s.n_head_kv;
       const int64_t first_head = t * s.n_head + g * group;
-      const int64_t n_kv = pos0 + t + 1, at = kv.at(g, 0);
+      const int64_t n_kv = pos0 + t + 1, at = kv.head(g);
       if (f16) {
         attend16(q + first_head * hd, static_cast<int>(group), hd, static_cast<const uint16_t*>(kv.k) + at,
-                 static_cast<const uint16_t*>(kv.v) + at, hd, n_kv, s.scale, scores, out + first_head * hd);
+                 static_cast<const uint16_t*>(kv.v) + at, n_kv, s.scale, scores, out + first_head * hd);
       } else {
         attend(q + first_head * hd, static_cast<int>(group), hd, static_cast<const float*>(kv.k) + at,
-               static_cast<const float*>(kv.v) + at, hd, n_kv, s.scale, scores, out + first_head * hd);
+               static_cast<const float*>(kv.v) + at, n_kv, s.scale, scores, out + first_head * hd);
       }
     }
   });

@@ -35,51 +35,93 @@ inline __m512 exp_avx512(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
-// Horizontal sums of 4 vectors at once: [Σa, Σb, Σc, Σd] (about 10 µops
-// instead of 4 separate reductions of ~8).
-inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
-  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));  // a b a b per 128 lane
-  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
-  const __m512 abcd = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(ab), _mm512_castps_pd(cd))),
-                                    _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(ab), _mm512_castps_pd(cd))));
-  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(abcd), _mm512_extractf32x8_ps(abcd, 1));
-  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-}
-
-
 inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
 inline __m512 load16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
 
-template <typename T>
-void attend_group(const float* q, int group, int64_t hd, const T* k, const T* v, int64_t kv_stride, int64_t n_kv,
-                  float scale, float* scores, float* out) {
-  const int64_t nc = hd / 16;
-  // Scores: each K row is loaded once and used by every head of the group.
-  for (int64_t j = 0; j < n_kv; ++j) {
-    const T* kr = k + j * kv_stride;
-    __m512 acc[8];
-    for (int h = 0; h < group; ++h) acc[h] = _mm512_setzero_ps();
-    for (int64_t c = 0; c < nc; ++c) {
-      const __m512 kv = load16(kr + c * 16);
-      for (int h = 0; h < group; ++h) acc[h] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(q + h * hd + c * 16), acc[h]);
+// Scores of G heads against every K block: lane l of a block's vector is
+// position 16b + l (the blocked K layout), so there are no horizontal sums.
+// Two accumulators per head keep enough FMAs in flight for small groups.
+// The lanes past n_kv in the last block are written but never read.
+template <typename T, int G>
+void score_blocks(const float* q, int64_t hd, const T* k, int64_t nblk, float scale, float* scores, int64_t ss) {
+  for (int64_t b = 0; b < nblk; ++b) {
+    const T* kb = k + b * hd * kKvBlock;
+    __m512 s0[G], s1[G];
+    for (int h = 0; h < G; ++h) s0[h] = s1[h] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < hd; i += 2) {
+      const __m512 k0 = load16(kb + i * kKvBlock), k1 = load16(kb + (i + 1) * kKvBlock);
+      for (int h = 0; h < G; ++h) {
+        s0[h] = _mm512_fmadd_ps(_mm512_set1_ps(q[h * hd + i]), k0, s0[h]);
+        s1[h] = _mm512_fmadd_ps(_mm512_set1_ps(q[h * hd + i + 1]), k1, s1[h]);
+      }
     }
-    int h = 0;
-    for (; h + 4 <= group; h += 4) {
-      alignas(16) float r[4];
-      _mm_store_ps(r, _mm_mul_ps(reduce4(acc[h], acc[h + 1], acc[h + 2], acc[h + 3]), _mm_set1_ps(scale)));
-      for (int i = 0; i < 4; ++i) scores[(h + i) * n_kv + j] = r[i];
-    }
-    for (; h < group; ++h) scores[h * n_kv + j] = _mm512_reduce_add_ps(acc[h]) * scale;
+    const __m512 sc = _mm512_set1_ps(scale);
+    for (int h = 0; h < G; ++h) _mm512_storeu_ps(scores + h * ss + b * kKvBlock, _mm512_mul_ps(_mm512_add_ps(s0[h], s1[h]), sc));
   }
+}
+
+// out (HC heads, NC * 16) = Σ_j p[h][j] · V[j]: each V row loaded once for
+// the HC heads, the HC × NC accumulators in registers.
+template <typename T, int NC, int HC>
+void weighted_v(const float* p, int64_t ss, const T* v, int64_t n_kv, float* out) {
+  __m512 o[HC * NC];
+  for (int i = 0; i < HC * NC; ++i) o[i] = _mm512_setzero_ps();
+  for (int64_t j = 0; j < n_kv; ++j) {
+    const T* vr = v + j * NC * 16;
+    for (int c = 0; c < NC; ++c) {
+      const __m512 vv = load16(vr + c * 16);
+      for (int h = 0; h < HC; ++h) o[h * NC + c] = _mm512_fmadd_ps(_mm512_set1_ps(p[h * ss + j]), vv, o[h * NC + c]);
+    }
+  }
+  for (int h = 0; h < HC; ++h)
+    for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + (h * NC + c) * 16, o[h * NC + c]);
+}
+
+template <typename T>
+void scores_for(int group, const float* q, int64_t hd, const T* k, int64_t nblk, float scale, float* scores, int64_t ss) {
+  switch (group) {
+    case 1: return score_blocks<T, 1>(q, hd, k, nblk, scale, scores, ss);
+    case 2: return score_blocks<T, 2>(q, hd, k, nblk, scale, scores, ss);
+    case 3: return score_blocks<T, 3>(q, hd, k, nblk, scale, scores, ss);
+    case 4: return score_blocks<T, 4>(q, hd, k, nblk, scale, scores, ss);
+    case 5: return score_blocks<T, 5>(q, hd, k, nblk, scale, scores, ss);
+    case 6: return score_blocks<T, 6>(q, hd, k, nblk, scale, scores, ss);
+    case 7: return score_blocks<T, 7>(q, hd, k, nblk, scale, scores, ss);
+    default: return score_blocks<T, 8>(q, hd, k, nblk, scale, scores, ss);
+  }
+}
+
+template <typename T, int NC>
+void weighted_v_nc(int hc, const float* p, int64_t ss, const T* v, int64_t n_kv, float* out) {
+  constexpr int kMax = 24 / NC < 8 ? 24 / NC : 8;  // accumulators kept ≤ 24 registers
+  static_assert(kMax >= 1);
+  switch (hc) {
+    case 1: return weighted_v<T, NC, 1>(p, ss, v, n_kv, out);
+    case 2: if constexpr (kMax >= 2) return weighted_v<T, NC, 2>(p, ss, v, n_kv, out); break;
+    case 3: if constexpr (kMax >= 3) return weighted_v<T, NC, 3>(p, ss, v, n_kv, out); break;
+    case 4: if constexpr (kMax >= 4) return weighted_v<T, NC, 4>(p, ss, v, n_kv, out); break;
+    case 5: if constexpr (kMax >= 5) return weighted_v<T, NC, 5>(p, ss, v, n_kv, out); break;
+    case 6: if constexpr (kMax >= 6) return weighted_v<T, NC, 6>(p, ss, v, n_kv, out); break;
+    case 7: if constexpr (kMax >= 7) return weighted_v<T, NC, 7>(p, ss, v, n_kv, out); break;
+    case 8: if constexpr (kMax >= 8) return weighted_v<T, NC, 8>(p, ss, v, n_kv, out); break;
+    default: break;
+  }
+}
+
+template <typename T>
+void attend_group(const float* q, int group, int64_t hd, const T* k, const T* v, int64_t n_kv, float scale, float* scores,
+                  float* out) {
+  const int64_t nblk = (n_kv + kKvBlock - 1) / kKvBlock, ss = nblk * kKvBlock;
+  scores_for(group, q, hd, k, nblk, scale, scores, ss);
   // Softmax per head.
   for (int h = 0; h < group; ++h) {
-    float* sc = scores + h * n_kv;
+    float* sc = scores + h * ss;
     __m512 mx = _mm512_set1_ps(-INFINITY);
     int64_t j = 0;
     for (; j + 16 <= n_kv; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(sc + j));
-    float m = _mm512_reduce_max_ps(mx);
-    for (; j < n_kv; ++j) m = sc[j] > m ? sc[j] : m;
-    const __m512 mv = _mm512_set1_ps(m);
+    const __mmask16 tail = static_cast<__mmask16>((1u << (n_kv - j)) - 1);
+    if (j < n_kv) mx = _mm512_mask_max_ps(mx, tail, mx, _mm512_maskz_loadu_ps(tail, sc + j));
+    const __m512 mv = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
     __m512 sv = _mm512_setzero_ps();
     for (j = 0; j + 16 <= n_kv; j += 16) {
       const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(sc + j), mv));
@@ -87,54 +129,44 @@ void attend_group(const float* q, int group, int64_t hd, const T* k, const T* v,
       sv = _mm512_add_ps(sv, e);
     }
     if (j < n_kv) {
-      const __mmask16 mk = static_cast<__mmask16>((1u << (n_kv - j)) - 1);
-      const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, sc + j), mv));
-      _mm512_mask_storeu_ps(sc + j, mk, e);
-      sv = _mm512_add_ps(sv, _mm512_maskz_mov_ps(mk, e));
+      const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, sc + j), mv));
+      _mm512_mask_storeu_ps(sc + j, tail, e);
+      sv = _mm512_add_ps(sv, _mm512_maskz_mov_ps(tail, e));
     }
-    const float inv = 1.0f / _mm512_reduce_add_ps(sv);
-    for (j = 0; j < n_kv; ++j) sc[j] *= inv;
+    const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sv));
+    for (j = 0; j + 16 <= n_kv; j += 16) _mm512_storeu_ps(sc + j, _mm512_mul_ps(_mm512_loadu_ps(sc + j), inv));
+    if (j < n_kv) _mm512_mask_storeu_ps(sc + j, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, sc + j), inv));
   }
-  // Weighted sum of V rows, each loaded once for the group; out in registers
-  // when it fits (group * nc <= 24), else accumulated in memory.
-  if (group * nc <= 24) {
-    __m512 o[24];
-    for (int i = 0; i < group * nc; ++i) o[i] = _mm512_setzero_ps();
-    for (int64_t j = 0; j < n_kv; ++j) {
-      const T* vr = v + j * kv_stride;
-      for (int64_t c = 0; c < nc; ++c) {
-        const __m512 vv = load16(vr + c * 16);
-        for (int h = 0; h < group; ++h) o[h * nc + c] = _mm512_fmadd_ps(_mm512_set1_ps(scores[h * n_kv + j]), vv, o[h * nc + c]);
-      }
-    }
-    for (int h = 0; h < group; ++h)
-      for (int64_t c = 0; c < nc; ++c) _mm512_storeu_ps(out + h * hd + c * 16, o[h * nc + c]);
-  } else {
-    for (int h = 0; h < group; ++h)
-      for (int64_t c = 0; c < nc; ++c) _mm512_storeu_ps(out + h * hd + c * 16, _mm512_setzero_ps());
-    for (int64_t j = 0; j < n_kv; ++j) {
-      const T* vr = v + j * kv_stride;
-      for (int64_t c = 0; c < nc; ++c) {
-        const __m512 vv = load16(vr + c * 16);
-        for (int h = 0; h < group; ++h) {
-          float* op = out + h * hd + c * 16;
-          _mm512_storeu_ps(op, _mm512_fmadd_ps(_mm512_set1_ps(scores[h * n_kv + j]), vv, _mm512_loadu_ps(op)));
-        }
-      }
+  // Weighted sum of V rows in chunks of heads whose accumulators fit in
+  // registers (qwen2.5's 7 heads × 4 vectors: two passes of 4 and 3).
+  const int nc = static_cast<int>(hd / 16);
+  const int max_hc = 24 / nc < 8 ? 24 / nc : 8;
+  const int n_chunks = (group + max_hc - 1) / max_hc;
+  const int hc = (group + n_chunks - 1) / n_chunks;
+  for (int h0 = 0; h0 < group; h0 += hc) {
+    const int n = group - h0 < hc ? group - h0 : hc;
+    const float* p = scores + h0 * ss;
+    float* o = out + h0 * hd;
+    switch (nc) {
+      case 1: weighted_v_nc<T, 1>(n, p, ss, v, n_kv, o); break;
+      case 2: weighted_v_nc<T, 2>(n, p, ss, v, n_kv, o); break;
+      case 4: weighted_v_nc<T, 4>(n, p, ss, v, n_kv, o); break;
+      case 8: weighted_v_nc<T, 8>(n, p, ss, v, n_kv, o); break;
+      default: weighted_v_nc<T, 16>(n, p, ss, v, n_kv, o); break;
     }
   }
 }
 
 }  // namespace
 
-void attend_group_avx512(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t kv_stride,
-                         int64_t n_kv, float scale, float* scores, float* out) {
-  attend_group(q, group, hd, k, v, kv_stride, n_kv, scale, scores, out);
+void attend_group_avx512(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t n_kv, float scale,
+                         float* scores, float* out) {
+  attend_group(q, group, hd, k, v, n_kv, scale, scores, out);
 }
 
-void attend_group_f16_avx512(const float* q, int group, int64_t hd, const uint16_t* k, const uint16_t* v,
-                             int64_t kv_stride, int64_t n_kv, float scale, float* scores, float* out) {
-  attend_group(q, group, hd, k, v, kv_stride, n_kv, scale, scores, out);
+void attend_group_f16_avx512(const float* q, int group, int64_t hd, const uint16_t* k, const uint16_t* v, int64_t n_kv,
+                             float scale, float* scores, float* out) {
+  attend_group(q, group, hd, k, v, n_kv, scale, scores, out);
 }
 
 }  // namespace laya::cpu
