@@ -30,6 +30,7 @@ inline void split(int64_t n, int ti, int nt, int64_t grain, int64_t* b, int64_t*
 }  // namespace
 
 CpuBackend::CpuBackend(const CpuBackendLimits& lim) : lim_(lim), pool_(lim.n_threads) {
+  counters_ = std::make_unique<RowCounter[]>(static_cast<size_t>(pool_.size()));
   scratch_.resize(static_cast<size_t>(pool_.size()));
   for (auto& s : scratch_) {
     s.tile.resize(static_cast<size_t>(kTileRows * lim.max_cols));
@@ -204,6 +205,17 @@ void CpuBackend::gemm_rows(const float* const* rowp, int64_t nr, const float* x,
   gemm_(rowp, nr, x, cols, n_tok, cols, y, ldy);
 }
 
+void CpuBackend::reset_row_counters(int64_t n) {
+  const int nt = pool_.size();
+  for (int t = 0; t < nt; ++t) {
+    int64_t b, e;
+    split(n, t, nt, 16, &b, &e);
+    counters_[static_cast<size_t>(t)].next.store(b, std::memory_order_relaxed);
+    counters_[static_cast<size_t>(t)].end = e;
+  }
+  // ThreadPool::run publishes these with its release of the job.
+}
+
 void CpuBackend::matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) {
   const MatmulOut o{&w, y};
   matmul_group(&o, 1, x, n_tok);
@@ -216,10 +228,10 @@ void CpuBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* x,
   for (int i = 0; i < n_outs; ++i) total += outs[i].w->rows();
   quantize_packed_input(outs, n_outs, x, n_tok);
   static_assert(kTileRows == cpu::kPackRows, "packed groups are tiles");
+  static_assert(kDecodeChunkRows % cpu::kPackRows == 0, "chunks are whole packed groups");
   const int64_t grain = 16;
-  pool_.run_each([&](int ti, int nt) {
-    int64_t b, e;
-    split(total, ti, nt, grain, &b, &e);
+  // Rows [b, e) of the matrices laid end to end.
+  auto rows_of_group = [&](int64_t b, int64_t e, int ti) {
     int64_t base = 0;
     for (int i = 0; i < n_outs && b < e; ++i) {
       const int64_t rows = outs[i].w->rows();
@@ -227,6 +239,16 @@ void CpuBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* x,
       if (lb < le) matmul_rows(*outs[i].w, x, n_tok, outs[i].y, lb, le, ti);
       base += rows;
     }
+  };
+  if (n_tok == 1 && pool_.size() > 1) {
+    reset_row_counters(total);
+    pool_.run_each([&](int ti, int nt) { claim_rows(ti, nt, [&](int64_t b, int64_t e) { rows_of_group(b, e, ti); }); });
+    return;
+  }
+  pool_.run_each([&](int ti, int nt) {
+    int64_t b, e;
+    split(total, ti, nt, grain, &b, &e);
+    rows_of_group(b, e, ti);
   });
 }
 
@@ -235,10 +257,7 @@ void CpuBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const f
   const int64_t rows = w_gate.rows();
   const MatmulOut both[2] = {{&w_gate, gate_scratch}, {&w_up, out}};
   quantize_packed_input(both, 2, x, n_tok);
-  pool_.run_each([&](int ti, int nt) {
-    int64_t b, e;
-    split(rows, ti, nt, 16, &b, &e);
-    if (b >= e) return;
+  auto rows_of_ffn = [&](int64_t b, int64_t e, int ti) {
     matmul_rows(w_gate, x, n_tok, gate_scratch, b, e, ti);
     matmul_rows(w_up, x, n_tok, out, b, e, ti);
     for (int64_t t = 0; t < n_tok; ++t) {
@@ -246,6 +265,16 @@ void CpuBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const f
       const float* g = gate_scratch + t * rows;
       for (int64_t i = b; i < e; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * o[i];
     }
+  };
+  if (n_tok == 1 && pool_.size() > 1) {
+    reset_row_counters(rows);
+    pool_.run_each([&](int ti, int nt) { claim_rows(ti, nt, [&](int64_t b, int64_t e) { rows_of_ffn(b, e, ti); }); });
+    return;
+  }
+  pool_.run_each([&](int ti, int nt) {
+    int64_t b, e;
+    split(rows, ti, nt, 16, &b, &e);
+    if (b < e) rows_of_ffn(b, e, ti);
   });
 }
 

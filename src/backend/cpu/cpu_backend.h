@@ -2,6 +2,8 @@
 // pool. All scratch is allocated in the constructor; ops allocate nothing.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -91,6 +93,29 @@ class CpuBackend final : public Backend {
   void (*gemm_)(const float* const*, int64_t, const float*, int64_t, int64_t, int64_t, float*, int64_t) = nullptr;
   ThreadPool pool_;
   std::vector<ThreadScratch> scratch_;
+
+  // Decode row ranges with stealing: each thread starts on its even share,
+  // claiming kDecodeChunkRows at a time from its own counter (uncontended),
+  // then helps the others from theirs. A thread the OS or the hypervisor
+  // stalls for a moment then costs only its current chunk, and cores that
+  // run at different speeds still finish together.
+  static constexpr int64_t kDecodeChunkRows = 256;
+  struct alignas(64) RowCounter {
+    std::atomic<int64_t> next{0};
+    int64_t end = 0;
+  };
+  std::unique_ptr<RowCounter[]> counters_;
+  // Sets the counters to the even split of n rows (grain 16).
+  void reset_row_counters(int64_t n);
+  // Calls f(b, e) for every chunk thread ti claims until all rows are done.
+  template <typename F>
+  void claim_rows(int ti, int nt, F&& f) {
+    for (int k = 0; k < nt; ++k) {
+      RowCounter& c = counters_[static_cast<size_t>((ti + k) % nt)];
+      for (int64_t r; (r = c.next.fetch_add(kDecodeChunkRows, std::memory_order_relaxed)) < c.end;)
+        f(r, std::min(r + kDecodeChunkRows, c.end));
+    }
+  }
 };
 
 }  // namespace laya
