@@ -7,6 +7,7 @@
 #include <ctime>
 #include <thread>
 
+#include "core/memlock.h"
 #include "engine/engine.h"
 #include "test_util.h"
 
@@ -95,6 +96,40 @@ TEST(EngineApi, IdleEngineUsesNoCpu) {
   // A spinning worker would use ~0.5 s here.
   EXPECT_LT(used, 0.02) << "idle engine used " << used << " s of CPU in 0.5 s";
   ASSERT_TRUE(e->decode(*s, 2).ok());  // and wakes up again
+}
+
+// Locking: what decode reads is locked (VmLck grows by at least the weights
+// and the KV cache), or the note says what was refused and how to allow it.
+TEST(EngineApi, LocksWhatDecodeReadsOrSaysWhy) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  const long long before = locked_bytes();
+  if (before < 0) GTEST_SKIP() << "no VmLck in /proc/self/status on this system";
+  auto m = Model::load(fx + "/ref-models/llama-tiny/gguf/llama-tiny-q8_0.gguf");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  std::shared_ptr<const Model> model = std::move(m).value();
+  EngineOptions eo;
+  eo.n_threads = 2;
+  eo.n_ctx = 256;
+  auto e = Engine::create(model, eo);
+  ASSERT_TRUE(e.ok());
+  auto s = (*e)->new_sequence();
+  const std::string& note = (*e)->memory_lock_note();
+  if (note.empty()) {
+    const long long grew = locked_bytes() - before;
+    const long long weights = static_cast<long long>(model->weights().output.nbytes);  // the largest matrix
+    EXPECT_GE(grew, weights) << "VmLck grew by " << grew << " bytes, less than the output matrix";
+  } else {
+    EXPECT_NE(note.find("ulimit -l"), std::string::npos) << note;
+    EXPECT_NE(note.find("refused"), std::string::npos) << note;
+  }
+  EngineOptions off = eo;
+  off.lock_memory = false;
+  const long long mid = locked_bytes();
+  auto e2 = Engine::create(model, off);
+  ASSERT_TRUE(e2.ok());
+  auto s2 = (*e2)->new_sequence();
+  EXPECT_EQ(locked_bytes(), mid) << "lock_memory = false locked something";
+  EXPECT_TRUE((*e2)->memory_lock_note().empty());
 }
 
 }  // namespace

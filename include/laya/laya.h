@@ -52,6 +52,11 @@ laya_status laya_engine_create(laya_model* model, int n_threads, int64_t n_ctx, 
 void laya_engine_free(laya_engine* engine);
 int64_t laya_engine_n_vocab(const laya_engine* engine);
 int64_t laya_engine_n_ctx(const laya_engine* engine);
+/* The engine mlocks the weights, scratch and every sequence's KV cache where
+ * the OS allows. "" when all of it is locked; else why not and how to allow
+ * it (the locked-memory limit). The engine works either way. Valid for the
+ * engine's lifetime (until the next laya_sequence_new). */
+const char* laya_engine_memory_lock_note(const laya_engine* engine);
 
 /* A new empty sequence (its own KV cache of n_ctx positions, allocated here).
  * A sequence must be freed before its engine. */

@@ -82,6 +82,10 @@ void laya_engine_free(laya_engine* engine) { delete engine; }
 int64_t laya_engine_n_vocab(const laya_engine* engine) { return engine ? engine->e->n_vocab() : 0; }
 int64_t laya_engine_n_ctx(const laya_engine* engine) { return engine ? engine->e->options().n_ctx : 0; }
 
+const char* laya_engine_memory_lock_note(const laya_engine* engine) {
+  return engine ? engine->e->memory_lock_note().c_str() : "";
+}
+
 laya_status laya_sequence_new(laya_engine* engine, laya_sequence** out) {
   if (!engine || !out) return invalid("laya_sequence_new: engine and out must not be NULL");
   try {

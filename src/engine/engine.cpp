@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "backend/cpu/cpu_backend.h"
+#include "core/memlock.h"
 
 namespace laya {
 
@@ -65,12 +66,43 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
   }
   e->rope_ = RopeTable{e->rope_cos_.data(), e->rope_sin_.data(), half, o.n_ctx,
                        hp.rope_layout == RopeLayout::kInterleaved};
+  if (o.lock_memory) e->lock_everything_read_per_token();
   return e;
+}
+
+void Engine::lock(const void* p, size_t n, const char* what) {
+  if (!opt_.lock_memory || !lock_note_.empty()) return;  // one refusal is enough to know
+  if (Status st = lock_pages(p, n, what); !st.ok()) lock_note_ = st.message();
+}
+
+void Engine::lock_everything_read_per_token() {
+  const ModelWeights& w = model_->weights();
+  if (const auto region = backend_->packed_region(); region.second > 0) lock(region.first, region.second, "the packed weights");
+  // The rest is read from the file mapping. Packed matrices' file pages were
+  // given back; locking them would read them in again.
+  auto weight = [&](const Tensor& t) {
+    if (t.present() && !backend_->is_packed(t)) lock(t.data, t.nbytes, "the weights");
+  };
+  weight(w.tok_embd);
+  weight(w.output);
+  weight(w.output_norm);
+  for (const auto& L : w.layers) {
+    for (const Tensor* t : {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.bq, &L.bk, &L.bv, &L.q_norm, &L.k_norm, &L.wo,
+                            &L.ffn_norm, &L.w_gate, &L.w_up, &L.w_down})
+      weight(*t);
+  }
+  for (const std::vector<float>* v : scratch_->buffers()) lock(v->data(), v->size() * sizeof(float), "the forward scratch");
+  lock(logits_.data(), logits_.size() * sizeof(float), "the logits");
+  lock(rope_cos_.data(), rope_cos_.size() * sizeof(float), "the RoPE table");
+  lock(rope_sin_.data(), rope_sin_.size() * sizeof(float), "the RoPE table");
 }
 
 std::unique_ptr<Sequence> Engine::new_sequence() {
   const HParams& hp = model_->hparams();
-  return std::unique_ptr<Sequence>(new Sequence(hp.n_layer, opt_.n_ctx, hp.n_head_kv, hp.head_dim, opt_.kv_type));
+  std::unique_ptr<Sequence> s(new Sequence(hp.n_layer, opt_.n_ctx, hp.n_head_kv, hp.head_dim, opt_.kv_type));
+  lock(s->kv_.k_data(), s->kv_.bytes() / 2, "a KV cache");
+  lock(s->kv_.v_data(), s->kv_.bytes() / 2, "a KV cache");
+  return s;
 }
 
 Status Engine::truncate(Sequence& seq, int64_t pos) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <span>
 #include <vector>
 
@@ -30,6 +31,11 @@ struct EngineOptions {
   // activations, ~15 bits); the file pages are released. false: file layout
   // and float32 activations everywhere.
   bool pack_weights = true;
+  // mlock what every decode step reads — the weights (the packed copy, and
+  // the file pages of the rest), each sequence's KV cache, the forward
+  // scratch — so no token waits for a page. Where the OS refuses (locked-
+  // memory limit), the engine runs unlocked and memory_lock_note() says why.
+  bool lock_memory = true;
 };
 
 class Sequence {
@@ -56,6 +62,9 @@ class Engine {
   const Model& model() const { return *model_; }
   const HParams& hparams() const { return model_->hparams(); }
   const EngineOptions& options() const { return opt_; }
+  // Empty when everything asked for is locked (or locking is off); else the
+  // first refusal: what, how much, the limit, and how to raise it.
+  const std::string& memory_lock_note() const { return lock_note_; }
   int64_t n_vocab() const { return model_->hparams().n_vocab; }
 
   // A new, empty sequence with a KV cache of n_ctx positions (allocated here).
@@ -85,6 +94,10 @@ class Engine {
   RopeTable rope_;
   std::vector<float> logits_;
   size_t packed_bytes_ = 0;
+  std::string lock_note_;
+  // Locks [p, p + n) when opt_.lock_memory; the first refusal goes to lock_note_.
+  void lock(const void* p, size_t n, const char* what);
+  void lock_everything_read_per_token();
 };
 
 }  // namespace laya

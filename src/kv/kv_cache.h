@@ -19,7 +19,9 @@ class KvCache {
   int64_t n_ctx() const { return n_ctx_; }
   int64_t n_past() const { return n_past_; }
   DType type() const { return type_; }
-  size_t bytes() const { return k_.size() * 2; }
+  size_t bytes() const { return k_.size() * 2; }  // K and V
+  const void* k_data() const { return k_.data(); }
+  const void* v_data() const { return v_.data(); }
 
   // Forget everything from `pos` on (pos <= n_past).
   Status truncate(int64_t pos);

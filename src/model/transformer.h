@@ -2,6 +2,7 @@
 // against the Backend interface.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct ForwardScratch {
   std::vector<float> gate;  // (n_batch, n_ff)
   std::vector<float> up;    // (n_batch, n_ff)
   std::vector<float> tmp;   // (n_batch, n_embd)   block output before the residual add
+  std::array<const std::vector<float>*, 9> buffers() const { return {&x, &xn, &q, &k, &v, &attn, &gate, &up, &tmp}; }
 };
 
 // Runs tokens[0..n) at positions pos0.. (n <= scratch.n_batch), appending to

@@ -77,4 +77,8 @@ int report_error(const char* cmd, const Status& st) {
   return st.code() == StatusCode::kInvalidArgument ? 2 : 1;
 }
 
+void warn(const char* cmd, const std::string& note) {
+  if (!note.empty()) std::fprintf(stderr, "laya %s: warning: %s\n", cmd, note.c_str());
+}
+
 }  // namespace laya::cli

@@ -21,4 +21,8 @@ Status write_npy_f32(const std::string& path, const float* data, const std::vect
 // Prints "laya <cmd>: <message>" to stderr and returns the exit code for it.
 int report_error(const char* cmd, const Status& st);
 
+// Prints "laya <cmd>: warning: <note>" to stderr when the note is not empty
+// (e.g. Engine::memory_lock_note()).
+void warn(const char* cmd, const std::string& note);
+
 }  // namespace laya::cli

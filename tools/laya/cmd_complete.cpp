@@ -35,6 +35,8 @@ int cmd_complete(int argc, char** argv) {
   app.add_flag("--special", special, "parse special-token text in the prompt");
   app.add_flag("--ids", ids_out, "print token ids instead of text");
   app.add_flag("--stats", show_stats, "print timing to stderr");
+  bool no_mlock = false;
+  app.add_flag("--no-mlock", no_mlock, "do not lock the weights and caches in RAM");
   CLI11_PARSE(app, argc, argv);
   if (model_path.empty()) return report_error("complete", Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL"));
   if (prompt.empty() && tokens_s.empty()) {
@@ -67,11 +69,13 @@ int cmd_complete(int argc, char** argv) {
     return report_error("complete", st);
   }
   EngineOptions eo;
+  eo.lock_memory = !no_mlock;
   eo.n_threads = threads;
   eo.n_ctx = std::min<int64_t>(model->hparams().n_ctx_train, static_cast<int64_t>(ids.size()) + n_predict + 1);
   eo.kv_type = kv == "f16" ? DType::F16 : DType::F32;
   auto e = Engine::create(model, eo);
   if (!e.ok()) return report_error("complete", e.status());
+  warn("complete", (*e)->memory_lock_note());
   Engine& eng = **e;
   auto seq = eng.new_sequence();
   Sampler sampler(sp, static_cast<int>(eng.n_vocab()));

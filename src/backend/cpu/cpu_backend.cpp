@@ -83,6 +83,7 @@ size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices) {
   const size_t alloc = (total + kHuge - 1) / kHuge * kHuge;
   packed_buf_ = static_cast<uint8_t*>(std::aligned_alloc(kHuge, alloc));
   if (!packed_buf_) return 0;  // keep the file layout
+  packed_alloc_ = alloc;
   madvise(packed_buf_, alloc, MADV_HUGEPAGE);
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   std::vector<cpu::PackedMatrix> mats(todo.size());

@@ -49,6 +49,9 @@ class CpuBackend final : public Backend {
   // they came from back to the OS, so the weights are not held twice.
   // Returns the bytes packed (0 when there is no fast path).
   size_t pack(const std::vector<const Tensor*>& matrices);
+  // The packed copy (start, bytes); {nullptr, 0} when nothing is packed.
+  std::pair<const void*, size_t> packed_region() const { return {packed_buf_, packed_alloc_}; }
+  bool is_packed(const Tensor& w) const { return packed(w) != nullptr; }
 
   // Rows dequantized at a time per thread in a multi-token matmul.
   static constexpr int64_t kTileRows = 16;
@@ -80,6 +83,7 @@ class CpuBackend final : public Backend {
   bool use_tileT_ = false;
   std::unordered_map<const uint8_t*, PackedEntry> packed_;
   uint8_t* packed_buf_ = nullptr;
+  size_t packed_alloc_ = 0;
   cpu::QuantizeXFn quantize_x_ = cpu::quantize_x;
   // Each token's activations quantized for the packed kernels (qx_[0] is the
   // decode input), written once per matmul_group / matmul_swiglu.
