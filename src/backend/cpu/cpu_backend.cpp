@@ -107,13 +107,12 @@ size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices) {
 
 const char* CpuBackend::name() const { return "cpu"; }
 
-bool CpuBackend::uses_packed_gemm(const Tensor& w, int64_t n_tok) const {
+bool CpuBackend::uses_packed_gemm(const PackedEntry* pe, int64_t n_tok) const {
 #if defined(LAYA_HAVE_X86)
   if (n_tok <= 1 || n_tok > static_cast<int64_t>(qx_.size())) return false;
-  const PackedEntry* pe = packed(w);
   return pe && cpu::packed_gemm_supported(pe->m.type);
 #else
-  (void)w;
+  (void)pe;
   (void)n_tok;
   return false;
 #endif
@@ -122,22 +121,23 @@ bool CpuBackend::uses_packed_gemm(const Tensor& w, int64_t n_tok) const {
 void CpuBackend::quantize_packed_input(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) {
   bool needed = false;
   for (int i = 0; i < n_outs; ++i)
-    needed |= n_tok == 1 ? packed(*outs[i].w) != nullptr : uses_packed_gemm(*outs[i].w, n_tok);
+    needed |= n_tok == 1 ? packed(*outs[i].w) != nullptr : uses_packed_gemm(packed(*outs[i].w), n_tok);
   if (!needed) return;
   const int64_t cols = outs[0].w->cols();
   for (int64_t t = 0; t < n_tok; ++t) quantize_x_(x + t * cols, cols, &qx_[static_cast<size_t>(t)]);
 }
 
-void CpuBackend::matmul_rows(const Tensor& w, const float* x, int64_t n_tok, float* y, int64_t b, int64_t e, int ti) {
+void CpuBackend::matmul_rows(const Tensor& w, const PackedEntry* pe, const float* x, int64_t n_tok, float* y, int64_t b,
+                             int64_t e, int ti) {
   const int64_t rows = w.rows(), cols = w.cols();
 #if defined(LAYA_HAVE_X86)
-  if (uses_packed_gemm(w, n_tok)) {
-    cpu::packed_gemm_avx512vnni(packed(w)->m, b / cpu::kPackRows, (e + cpu::kPackRows - 1) / cpu::kPackRows, qx_.data(),
+  if (uses_packed_gemm(pe, n_tok)) {
+    cpu::packed_gemm_avx512vnni(pe->m, b / cpu::kPackRows, (e + cpu::kPackRows - 1) / cpu::kPackRows, qx_.data(),
                                 n_tok, y, rows);
     return;
   }
 #endif
-  if (const PackedEntry* pe = packed(w)) {
+  if (pe) {
     const cpu::PackedMatrix* pm = &pe->m;
     // Row ranges are multiples of kTileRows == kPackRows (see matmul_group).
     if (n_tok == 1) {
@@ -223,6 +223,10 @@ void CpuBackend::matmul(const Tensor& w, const float* x, int64_t n_tok, float* y
 }
 
 void CpuBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) {
+  if (n_outs > kMaxGroup) {  // not reached from the forward pass (3 at most)
+    for (int i = 0; i < n_outs; i += kMaxGroup) matmul_group(outs + i, std::min(kMaxGroup, n_outs - i), x, n_tok);
+    return;
+  }
   // The matrices' rows are laid end to end and split evenly across threads,
   // in tiles so a thread's share of each matrix stays contiguous.
   int64_t total = 0;
@@ -231,13 +235,16 @@ void CpuBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* x,
   static_assert(kTileRows == cpu::kPackRows, "packed groups are tiles");
   static_assert(kDecodeChunkRows % cpu::kPackRows == 0, "chunks are whole packed groups");
   const int64_t grain = 16;
+  // Looked up once here, not per chunk.
+  const PackedEntry* pes[kMaxGroup];
+  for (int i = 0; i < n_outs; ++i) pes[i] = packed(*outs[i].w);
   // Rows [b, e) of the matrices laid end to end.
   auto rows_of_group = [&](int64_t b, int64_t e, int ti) {
     int64_t base = 0;
     for (int i = 0; i < n_outs && b < e; ++i) {
       const int64_t rows = outs[i].w->rows();
       const int64_t lb = std::max<int64_t>(b - base, 0), le = std::min<int64_t>(e - base, rows);
-      if (lb < le) matmul_rows(*outs[i].w, x, n_tok, outs[i].y, lb, le, ti);
+      if (lb < le) matmul_rows(*outs[i].w, pes[i], x, n_tok, outs[i].y, lb, le, ti);
       base += rows;
     }
   };
@@ -258,9 +265,10 @@ void CpuBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const f
   const int64_t rows = w_gate.rows();
   const MatmulOut both[2] = {{&w_gate, gate_scratch}, {&w_up, out}};
   quantize_packed_input(both, 2, x, n_tok);
+  const PackedEntry *pe_gate = packed(w_gate), *pe_up = packed(w_up);
   auto rows_of_ffn = [&](int64_t b, int64_t e, int ti) {
-    matmul_rows(w_gate, x, n_tok, gate_scratch, b, e, ti);
-    matmul_rows(w_up, x, n_tok, out, b, e, ti);
+    matmul_rows(w_gate, pe_gate, x, n_tok, gate_scratch, b, e, ti);
+    matmul_rows(w_up, pe_up, x, n_tok, out, b, e, ti);
     for (int64_t t = 0; t < n_tok; ++t) {
       float* o = out + t * rows;
       const float* g = gate_scratch + t * rows;

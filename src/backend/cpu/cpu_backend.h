@@ -61,7 +61,11 @@ class CpuBackend final : public Backend {
   void gemm_rows(const float* const* rowp, int64_t nr, const float* x, int64_t cols, int64_t n_tok, float* y, int64_t ldy,
                  int ti);
   // Rows [b, e) of one matrix for tokens x (n_tok, cols), on thread ti.
-  void matmul_rows(const Tensor& w, const float* x, int64_t n_tok, float* y, int64_t b, int64_t e, int ti);
+  struct PackedEntry;
+  // pe: w's packed form or nullptr (looked up by the caller, once per op).
+  void matmul_rows(const Tensor& w, const PackedEntry* pe, const float* x, int64_t n_tok, float* y, int64_t b, int64_t e,
+                   int ti);
+  static constexpr int kMaxGroup = 8;  // matrices per matmul_group job
 
   struct alignas(64) ThreadScratch {
     std::vector<float> tile;    // kTileRows * max_cols
@@ -93,7 +97,7 @@ class CpuBackend final : public Backend {
   std::vector<cpu::QuantizedX> qx_;
   // Quantizes x (n_tok, cols) into qx_ when a packed kernel of outs will read it.
   void quantize_packed_input(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok);
-  bool uses_packed_gemm(const Tensor& w, int64_t n_tok) const;
+  bool uses_packed_gemm(const PackedEntry* pe, int64_t n_tok) const;
   void (*gemm_)(const float* const*, int64_t, const float*, int64_t, int64_t, int64_t, float*, int64_t) = nullptr;
   ThreadPool pool_;
   std::vector<ThreadScratch> scratch_;
