@@ -16,7 +16,9 @@ namespace {
 
 using namespace laya::cpu;
 
-void run(benchmark::State& st, int group, int64_t hd, int64_t n_kv, bool f16) {
+enum class Cache { kF32, kF16, kQ8 };
+
+void run(benchmark::State& st, int group, int64_t hd, int64_t n_kv, Cache cache) {
   std::mt19937 rng(3);
   std::normal_distribution<float> nd(0.f, 1.f);
   std::vector<float> q(static_cast<size_t>(group * hd)), kf(static_cast<size_t>(scores_stride(n_kv) * hd)), vf(kf.size());
@@ -28,12 +30,21 @@ void run(benchmark::State& st, int group, int64_t hd, int64_t n_kv, bool f16) {
     k16[i] = laya::f32_to_fp16(kf[i]);
     v16[i] = laya::f32_to_fp16(vf[i]);
   }
+  const int64_t slots = scores_stride(n_kv);
+  std::vector<uint8_t> k8(static_cast<size_t>(slots / kKvBlock) * q8_k_block_bytes(hd)), v8(static_cast<size_t>(slots) * q8_v_row_bytes(hd));
+  for (int64_t j = 0; j < n_kv; ++j) {
+    q8_store_k(k8.data(), j, kf.data() + j * hd, hd);
+    q8_store_v(v8.data(), j, vf.data() + j * hd, hd);
+  }
   std::vector<float> scores(static_cast<size_t>(group * scores_stride(n_kv))), out(q.size());
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const AttendGroupFn f32 = attend_group_for(group, hd);
   const AttendGroupF16Fn fh = attend_group_f16_for(group, hd);
+  const AttendGroupQ8Fn f8 = attend_group_q8_for(group, hd);
   for (auto _ : st) {
-    if (f16) {
+    if (cache == Cache::kQ8) {
+      f8(q.data(), group, hd, k8.data(), v8.data(), n_kv, scale, scores.data(), out.data());
+    } else if (cache == Cache::kF16) {
       fh(q.data(), group, hd, k16.data(), v16.data(), n_kv, scale, scores.data(), out.data());
     } else {
       f32(q.data(), group, hd, kf.data(), vf.data(), n_kv, scale, scores.data(), out.data());
@@ -41,7 +52,8 @@ void run(benchmark::State& st, int group, int64_t hd, int64_t n_kv, bool f16) {
     benchmark::DoNotOptimize(out.data());
   }
   st.SetItemsProcessed(st.iterations() * n_kv);  // items = cached positions
-  st.SetBytesProcessed(st.iterations() * n_kv * hd * 2 * (f16 ? 2 : 4));
+  const double bytes_per_value = cache == Cache::kQ8 ? 1.125 : cache == Cache::kF16 ? 2 : 4;
+  st.SetBytesProcessed(static_cast<int64_t>(static_cast<double>(st.iterations() * n_kv * hd * 2) * bytes_per_value));
 }
 
 const int kRegistered = [] {
@@ -50,11 +62,11 @@ const int kRegistered = [] {
     int64_t hd;
   };
   for (Shape s : {Shape{7, 64}, Shape{4, 64}, Shape{2, 128}}) {
-    for (bool f16 : {false, true}) {
+    for (Cache c : {Cache::kF32, Cache::kF16, Cache::kQ8}) {
       for (int64_t n_kv : {256, 1024}) {
-        const std::string name = "Attend/g" + std::to_string(s.group) + "_hd" + std::to_string(s.hd) + (f16 ? "/f16/" : "/f32/") +
-                                 std::to_string(n_kv);
-        benchmark::RegisterBenchmark(name.c_str(), [s, n_kv, f16](benchmark::State& st) { run(st, s.group, s.hd, n_kv, f16); });
+        const char* cn = c == Cache::kF32 ? "/f32/" : c == Cache::kF16 ? "/f16/" : "/q8_0/";
+        const std::string name = "Attend/g" + std::to_string(s.group) + "_hd" + std::to_string(s.hd) + cn + std::to_string(n_kv);
+        benchmark::RegisterBenchmark(name.c_str(), [s, n_kv, c](benchmark::State& st) { run(st, s.group, s.hd, n_kv, c); });
       }
     }
   }

@@ -3,7 +3,9 @@
 // too), the SIMD ones against the scalar ones, on random data.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 #include "backend/cpu/attention.h"
@@ -118,6 +120,54 @@ TEST(KernelAttention, SimdMatchesScalar) {
 #if defined(LAYA_HAVE_X86)
   if (checked == 0) GTEST_SKIP() << "no AVX-512 on this CPU: only the scalar kernel exists here";
 #endif
+}
+
+// Q8_0 cache: the test's own Q8_0 rounding (d = max|x| / 127, q = round(x / d)
+// per 32 values) gives the values a plain attention is run on; the scalar
+// kernel over q8_store_k/v's slices must match it, the SIMD one the scalar.
+TEST(KernelAttention, Q8CacheMatchesPlainAttentionOnItsValues) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  int simd_checked = 0;
+  for (int group : {1, 4, 7, 8}) {
+    for (int64_t hd : {32, 64, 128}) {
+      for (int64_t n_kv : {1, 15, 16, 17, 100}) {
+        std::vector<float> q(static_cast<size_t>(group * hd)), k(static_cast<size_t>(n_kv * hd)), v(k.size());
+        for (auto& x : q) x = nd(rng);
+        for (auto& x : k) x = nd(rng) * 2.f;
+        for (auto& x : v) x = nd(rng);
+        const int64_t slots = scores_stride(n_kv);
+        std::vector<uint8_t> ks(static_cast<size_t>(slots / kKvBlock) * q8_k_block_bytes(hd), 0xAB);
+        std::vector<uint8_t> vs(static_cast<size_t>(slots) * q8_v_row_bytes(hd), 0xCD);
+        for (int64_t j = 0; j < n_kv; ++j) {
+          q8_store_k(ks.data(), j, k.data() + j * hd, hd);
+          q8_store_v(vs.data(), j, v.data() + j * hd, hd);
+        }
+        std::vector<float> kd(k.size()), vd(v.size());
+        for (size_t b = 0; b < k.size(); b += 32) {
+          for (const auto& pair : {std::make_pair(&k, &kd), std::make_pair(&v, &vd)}) {
+            float amax = 0;
+            for (size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs((*pair.first)[i]));
+            const float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+            for (size_t i = b; i < b + 32; ++i) (*pair.second)[i] = std::roundf((*pair.first)[i] * id) * d;
+          }
+        }
+        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        const std::vector<float> want = plain_attention(q, group, hd, kd, vd, n_kv, scale);
+        std::vector<float> scores(static_cast<size_t>(group * slots)), o1(q.size()), o2(q.size());
+        attend_group_q8_scalar(q.data(), group, hd, ks.data(), vs.data(), n_kv, scale, scores.data(), o1.data());
+        for (size_t i = 0; i < o1.size(); ++i)
+          ASSERT_NEAR(o1[i], want[i], 1e-5f * (1.f + std::fabs(want[i]))) << "group " << group << " hd " << hd << " n_kv " << n_kv;
+        AttendGroupQ8Fn f = attend_group_q8_for(group, hd);
+        if (f == attend_group_q8_scalar) continue;
+        f(q.data(), group, hd, ks.data(), vs.data(), n_kv, scale, scores.data(), o2.data());
+        for (size_t i = 0; i < o1.size(); ++i)
+          ASSERT_NEAR(o2[i], o1[i], 2e-5f * (1.f + std::fabs(o1[i]))) << "SIMD, group " << group << " hd " << hd << " n_kv " << n_kv;
+        ++simd_checked;
+      }
+    }
+  }
+  std::printf("[ measure  ] Q8_0 attention: %d SIMD cases checked against the scalar kernel\n", simd_checked);
 }
 
 }  // namespace

@@ -120,6 +120,16 @@ TEST_P(ModelLogits, F16KvCacheWithinLlamaCppF32Error) {
   EXPECT_LE(e.rel_l2, std::max(1e-3, c.max_rel_l2));
 }
 
+TEST_P(ModelLogits, Q8KvCacheWithinLlamaCppQ8Error) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  const Case& c = GetParam();
+  Err e = measure(fx, c.model, fx + "/ref-models/" + c.model + "/" + c.file, c.prefix, DType::Q8_0);
+  std::printf("[ measure  ] q8_0-kv %s %s: rel L2 %.3e, max |d| %.3e\n", c.model.c_str(), c.file.c_str(), e.rel_l2, e.max_abs);
+  // An 8-bit cache (measured 1.0e-2 .. 2.0e-2): held below the error llama.cpp
+  // shows with 8-bit weights on these models (its q8_0 files: 1.9e-2 .. 3.2e-2).
+  EXPECT_LE(e.rel_l2, std::max(2.5e-2, c.max_rel_l2));
+}
+
 std::vector<Case> all_cases() {
   std::vector<Case> v;
   for (const char* m : {"llama-tiny", "qwen2-tiny", "qwen3-tiny"}) {

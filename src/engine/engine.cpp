@@ -24,8 +24,13 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
   }
   if (o.n_batch <= 0) o.n_batch = 256;
   o.n_batch = std::min(o.n_batch, o.n_ctx);
-  if (o.kv_type != DType::F32 && o.kv_type != DType::F16) {
-    return Status(StatusCode::kUnsupported, strformat("KV cache type %s is not supported (F32 or F16)", dtype_name(o.kv_type)));
+  if (o.kv_type != DType::F32 && o.kv_type != DType::F16 && o.kv_type != DType::Q8_0) {
+    return Status(StatusCode::kUnsupported,
+                  strformat("KV cache type %s is not supported (F32, F16 or Q8_0)", dtype_name(o.kv_type)));
+  }
+  if (o.kv_type == DType::Q8_0 && hp.head_dim % 32 != 0) {
+    return Status(StatusCode::kUnsupported, strformat("a Q8_0 KV cache needs head_dim to be a multiple of 32, this model's "
+                                                      "is %lld (use F16 or F32)", static_cast<long long>(hp.head_dim)));
   }
   CpuBackendLimits lim;
   lim.n_threads = o.n_threads;

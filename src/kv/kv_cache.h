@@ -1,6 +1,6 @@
-// The KV cache of one sequence: for every layer, K and V as (n_head_kv, n_ctx,
-// head_dim) (see KvLayerView), allocated once. Cutting it back to a position is O(1): rows past
-// n_past are simply overwritten by the next prefill.
+// The KV cache of one sequence: for every layer, K and V as n_head_kv slices
+// of n_ctx positions (see KvLayerView), allocated once. Cutting it back to a
+// position is O(1): rows past n_past are simply overwritten by the next prefill.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,8 @@ namespace laya {
 class KvCache {
  public:
   KvCache(int64_t n_layer, int64_t n_ctx, int64_t n_head_kv, int64_t head_dim, DType type);
+  // Bytes of one head's K (or V) slice of n_pos positions (a multiple of 16).
+  static size_t head_slice_bytes(DType type, int64_t n_pos, int64_t head_dim);
 
   int64_t n_ctx() const { return n_ctx_; }
   int64_t n_past() const { return n_past_; }
@@ -34,7 +36,7 @@ class KvCache {
   int64_t n_layer_, n_ctx_, n_head_kv_, head_dim_;
   int64_t n_alloc_;  // positions allocated: n_ctx rounded up to whole 16-position K blocks
   DType type_;
-  size_t elem_;
+  size_t head_bytes_;
   int64_t n_past_ = 0;
   std::vector<uint8_t> k_, v_;
 };

@@ -61,7 +61,7 @@ int cmd_bench(int argc, char** argv) {
   app.add_option("-r,--reps", reps, "repetitions (the best prefill and all decode steps are reported)")->check(CLI::Range(1, 1000));
   app.add_option("--warmup", warmup, "decode steps run before measuring")->check(CLI::Range(0, 1 << 20));
   app.add_option("-d,--depth", depth, "tokens in the cache before the decode test (llama-bench -d)")->check(CLI::Range(0, 1 << 20));
-  app.add_option("--kv", kv, "KV cache type: f32 or f16")->check(CLI::IsMember({"f32", "f16"}));
+  app.add_option("--kv", kv, "KV cache type: f32, f16 or q8_0")->check(CLI::IsMember({"f32", "f16", "q8_0"}));
   app.add_flag("--same-position", same_position,
                "decode every step at position --depth (the cache is cut back after each step): "
                "the step's jitter without the context growing");
@@ -79,7 +79,7 @@ int cmd_bench(int argc, char** argv) {
   eo.n_threads = threads;
   eo.n_ctx = std::max({n_prompt, depth + n_gen + warmup + 1, 64});
   eo.n_batch = std::max(1, std::min(n_prompt, 512));
-  eo.kv_type = kv == "f16" ? DType::F16 : DType::F32;
+  eo.kv_type = kv == "f16" ? DType::F16 : kv == "q8_0" ? DType::Q8_0 : DType::F32;
   auto e = Engine::create(model, eo);
   if (!e.ok()) return report_error("bench", e.status());
   warn("bench", (*e)->memory_lock_note());

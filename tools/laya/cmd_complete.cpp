@@ -31,7 +31,7 @@ int cmd_complete(int argc, char** argv) {
   app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalty looks back on");
   app.add_option("--seed", sp.seed, "RNG seed (a run is reproducible)");
   app.add_option("-t,--threads", threads, "threads (default: all cores)");
-  app.add_option("--kv", kv, "KV cache type: f32 or f16")->check(CLI::IsMember({"f32", "f16"}));
+  app.add_option("--kv", kv, "KV cache type: f32, f16 or q8_0")->check(CLI::IsMember({"f32", "f16", "q8_0"}));
   app.add_flag("--special", special, "parse special-token text in the prompt");
   app.add_flag("--ids", ids_out, "print token ids instead of text");
   app.add_flag("--stats", show_stats, "print timing to stderr");
@@ -72,7 +72,7 @@ int cmd_complete(int argc, char** argv) {
   eo.lock_memory = !no_mlock;
   eo.n_threads = threads;
   eo.n_ctx = std::min<int64_t>(model->hparams().n_ctx_train, static_cast<int64_t>(ids.size()) + n_predict + 1);
-  eo.kv_type = kv == "f16" ? DType::F16 : DType::F32;
+  eo.kv_type = kv == "f16" ? DType::F16 : kv == "q8_0" ? DType::Q8_0 : DType::F32;
   auto e = Engine::create(model, eo);
   if (!e.ok()) return report_error("complete", e.status());
   warn("complete", (*e)->memory_lock_note());

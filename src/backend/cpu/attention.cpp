@@ -1,5 +1,6 @@
 #include "backend/cpu/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -41,6 +42,30 @@ void attend_group_ref(const float* q, int group, int64_t hd, const T* k, const T
   }
 }
 
+// Element (position j, dim i) of a Q8_0 K slice / V slice, dequantized.
+inline float q8_k_at(const uint8_t* k, int64_t j, int64_t i, int64_t hd) {
+  const uint8_t* blk = k + static_cast<size_t>(j / kKvBlock) * q8_k_block_bytes(hd);
+  const int64_t lane = j % kKvBlock;
+  float d;
+  std::memcpy(&d, blk + hd * kKvBlock + ((i / 32) * kKvBlock + lane) * 4, 4);
+  return static_cast<float>(static_cast<int8_t>(blk[i * kKvBlock + lane])) * d;
+}
+inline float q8_v_at(const uint8_t* v, int64_t j, int64_t i, int64_t hd) {
+  const uint8_t* row = v + static_cast<size_t>(j) * q8_v_row_bytes(hd);
+  float d;
+  std::memcpy(&d, row + hd + (i / 32) * 4, 4);
+  return static_cast<float>(static_cast<int8_t>(row[i])) * d;
+}
+
+// Q8_0's rule: d = max|x| / 127, q = round(x / d).
+inline void q8_quantize32(const float* x, int8_t* q, float* d) {
+  float amax = 0;
+  for (int k = 0; k < 32; ++k) amax = std::max(amax, std::fabs(x[k]));
+  *d = amax / 127.0f;
+  const float id = *d > 0 ? 1.0f / *d : 0.0f;
+  for (int k = 0; k < 32; ++k) q[k] = static_cast<int8_t>(std::roundf(x[k] * id));
+}
+
 bool simd_shape(int group, int64_t hd) {
   return group >= 1 && group <= 8 && (hd == 16 || hd == 32 || hd == 64 || hd == 128 || hd == 256);
 }
@@ -50,6 +75,54 @@ bool simd_shape(int group, int64_t hd) {
 void attend_group_scalar(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t n_kv, float scale,
                          float* scores, float* out) {
   attend_group_ref(q, group, hd, k, v, n_kv, scale, scores, out);
+}
+
+void attend_group_q8_scalar(const float* q, int group, int64_t hd, const uint8_t* k, const uint8_t* v, int64_t n_kv,
+                            float scale, float* scores, float* out) {
+  const int64_t ss = scores_stride(n_kv);
+  for (int h = 0; h < group; ++h) {
+    float* sc = scores + h * ss;
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < n_kv; ++j) {
+      float d = 0;
+      for (int64_t i = 0; i < hd; ++i) d += q8_k_at(k, j, i, hd) * q[h * hd + i];
+      sc[j] = d * scale;
+      mx = sc[j] > mx ? sc[j] : mx;
+    }
+    double sum = 0;
+    for (int64_t j = 0; j < n_kv; ++j) {
+      sc[j] = std::exp(sc[j] - mx);
+      sum += sc[j];
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    float* o = out + h * hd;
+    std::memset(o, 0, static_cast<size_t>(hd) * sizeof(float));
+    for (int64_t j = 0; j < n_kv; ++j) {
+      const float p = sc[j] * inv;
+      for (int64_t i = 0; i < hd; ++i) o[i] += p * q8_v_at(v, j, i, hd);
+    }
+  }
+}
+
+void q8_store_k(uint8_t* k_slice, int64_t p, const float* x, int64_t hd) {
+  uint8_t* blk = k_slice + static_cast<size_t>(p / kKvBlock) * q8_k_block_bytes(hd);
+  const int64_t lane = p % kKvBlock;
+  for (int64_t g = 0; g < hd / 32; ++g) {
+    int8_t qs[32];
+    float d;
+    q8_quantize32(x + g * 32, qs, &d);
+    for (int k = 0; k < 32; ++k) blk[(g * 32 + k) * kKvBlock + lane] = static_cast<uint8_t>(qs[k]);
+    std::memcpy(blk + hd * kKvBlock + (g * kKvBlock + lane) * 4, &d, 4);
+  }
+}
+
+void q8_store_v(uint8_t* v_slice, int64_t p, const float* x, int64_t hd) {
+  uint8_t* row = v_slice + static_cast<size_t>(p) * q8_v_row_bytes(hd);
+  for (int64_t g = 0; g < hd / 32; ++g) {
+    float d;
+    q8_quantize32(x + g * 32, reinterpret_cast<int8_t*>(row + g * 32), &d);
+    std::memcpy(row + hd + g * 4, &d, 4);
+  }
 }
 
 void attend_group_f16_scalar(const float* q, int group, int64_t hd, const uint16_t* k, const uint16_t* v, int64_t n_kv,
@@ -65,6 +138,15 @@ AttendGroupFn attend_group_for(int group, int64_t hd) {
   (void)group;
   (void)hd;
   return attend_group_scalar;
+}
+
+AttendGroupQ8Fn attend_group_q8_for(int group, int64_t hd) {
+#if defined(LAYA_HAVE_X86)
+  if (active_isa() == Isa::kAvx512 && simd_shape(group, hd) && hd % 32 == 0) return attend_group_q8_avx512;
+#endif
+  (void)group;
+  (void)hd;
+  return attend_group_q8_scalar;
 }
 
 AttendGroupF16Fn attend_group_f16_for(int group, int64_t hd) {

@@ -6,8 +6,14 @@
 // each block (head_dim, kKvBlock) — element (position p, dim i) at
 // k_index(p, i, hd) — so 16 positions' scores are the 16 lanes of one vector,
 // without horizontal sums; V as (position, head_dim) rows.
+//
+// The Q8_0 cache (int8 values, a float32 scale per 32 values of a position,
+// Q8_0's grouping) keeps the same shapes:
+//   K block of 16 positions: int8 [hd][16], then float32 scales [hd/32][16]
+//   V row of one position:   int8 [hd], then float32 scales [hd/32]
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace laya::cpu {
@@ -16,6 +22,11 @@ constexpr int64_t kKvBlock = 16;
 constexpr int64_t k_index(int64_t p, int64_t i, int64_t hd) { return ((p / kKvBlock) * hd + i) * kKvBlock + p % kKvBlock; }
 // Floats of score scratch one head needs for n_kv positions (whole blocks).
 constexpr int64_t scores_stride(int64_t n_kv) { return (n_kv + kKvBlock - 1) / kKvBlock * kKvBlock; }
+constexpr size_t q8_k_block_bytes(int64_t hd) { return static_cast<size_t>(hd * kKvBlock + hd / 32 * kKvBlock * 4); }
+constexpr size_t q8_v_row_bytes(int64_t hd) { return static_cast<size_t>(hd + hd / 32 * 4); }
+// Quantize position p's hd values (hd % 32 == 0) into a head's K / V slice.
+void q8_store_k(uint8_t* k_slice, int64_t p, const float* x, int64_t hd);
+void q8_store_v(uint8_t* v_slice, int64_t p, const float* x, int64_t hd);
 
 // q: (group, hd) query heads; k: this KV head's blocks; v: its n_kv rows of
 // hd; scores: scratch of group * scores_stride(n_kv) floats; out: (group, hd).
@@ -25,8 +36,14 @@ using AttendGroupFn = void (*)(const float* q, int group, int64_t hd, const floa
 using AttendGroupF16Fn = void (*)(const float* q, int group, int64_t hd, const uint16_t* k, const uint16_t* v,
                                   int64_t n_kv, float scale, float* scores, float* out);
 
+// The same over a Q8_0 cache (layout above).
+using AttendGroupQ8Fn = void (*)(const float* q, int group, int64_t hd, const uint8_t* k, const uint8_t* v,
+                                 int64_t n_kv, float scale, float* scores, float* out);
+
 void attend_group_scalar(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t n_kv, float scale,
                          float* scores, float* out);
+void attend_group_q8_scalar(const float* q, int group, int64_t hd, const uint8_t* k, const uint8_t* v, int64_t n_kv,
+                            float scale, float* scores, float* out);
 void attend_group_f16_scalar(const float* q, int group, int64_t hd, const uint16_t* k, const uint16_t* v, int64_t n_kv,
                              float scale, float* scores, float* out);
 #if defined(LAYA_HAVE_X86)
@@ -35,10 +52,14 @@ void attend_group_avx512(const float* q, int group, int64_t hd, const float* k, 
                          float* scores, float* out);
 void attend_group_f16_avx512(const float* q, int group, int64_t hd, const uint16_t* k, const uint16_t* v, int64_t n_kv,
                              float scale, float* scores, float* out);
+// hd in {32, 64, 128, 256}, group <= 8.
+void attend_group_q8_avx512(const float* q, int group, int64_t hd, const uint8_t* k, const uint8_t* v, int64_t n_kv,
+                            float scale, float* scores, float* out);
 #endif
 
 // The fastest for this CPU and shape, or the scalar one.
 AttendGroupFn attend_group_for(int group, int64_t hd);
 AttendGroupF16Fn attend_group_f16_for(int group, int64_t hd);
+AttendGroupQ8Fn attend_group_q8_for(int group, int64_t hd);
 
 }  // namespace laya::cpu

@@ -341,24 +341,25 @@ void CpuBackend::kv_store(const KvLayerView& kv, const float* k, const float* v,
   // k, v: (n_tok, n_head_kv * hd) rows → each head's slice: V rows as they
   // are, K into its 16-position blocks (cpu/attention.h).
   const int64_t hd = kv.head_dim, kvd = kv.n_head_kv * hd;
-  const bool f16 = kv.type == DType::F16;
   for (int64_t t = 0; t < n_tok; ++t) {
     const int64_t p = pos0 + t;
     for (int64_t g = 0; g < kv.n_head_kv; ++g) {
       const float* ks = k + t * kvd + g * hd;
       const float* vs = v + t * kvd + g * hd;
-      const int64_t base = kv.head(g);
-      if (f16) {
-        uint16_t* kd = static_cast<uint16_t*>(kv.k) + base;
-        uint16_t* vd = static_cast<uint16_t*>(kv.v) + base + p * hd;
+      if (kv.type == DType::Q8_0) {
+        cpu::q8_store_k(kv.k_head(g), p, ks, hd);
+        cpu::q8_store_v(kv.v_head(g), p, vs, hd);
+      } else if (kv.type == DType::F16) {
+        uint16_t* kd = reinterpret_cast<uint16_t*>(kv.k_head(g));
+        uint16_t* vd = reinterpret_cast<uint16_t*>(kv.v_head(g)) + p * hd;
         for (int64_t i = 0; i < hd; ++i) {
           kd[cpu::k_index(p, i, hd)] = f32_to_fp16(ks[i]);
           vd[i] = f32_to_fp16(vs[i]);
         }
       } else {
-        float* kd = static_cast<float*>(kv.k) + base;
+        float* kd = reinterpret_cast<float*>(kv.k_head(g));
         for (int64_t i = 0; i < hd; ++i) kd[cpu::k_index(p, i, hd)] = ks[i];
-        std::memcpy(static_cast<float*>(kv.v) + base + p * hd, vs, static_cast<size_t>(hd) * 4);
+        std::memcpy(reinterpret_cast<float*>(kv.v_head(g)) + p * hd, vs, static_cast<size_t>(hd) * 4);
       }
     }
   }
@@ -367,11 +368,11 @@ void CpuBackend::kv_store(const KvLayerView& kv, const float* k, const float* v,
 void CpuBackend::attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
                            float* out) {
   const int64_t hd = s.head_dim, group = s.n_head / s.n_head_kv;
-  const bool f16 = kv.type == DType::F16;
   // One work item per (token, KV head): the GQA group's query heads share
   // every K/V row read, and a head's K and V are two contiguous streams.
   const cpu::AttendGroupFn attend = cpu::attend_group_for(static_cast<int>(group), hd);
   const cpu::AttendGroupF16Fn attend16 = cpu::attend_group_f16_for(static_cast<int>(group), hd);
+  const cpu::AttendGroupQ8Fn attend8 = cpu::attend_group_q8_for(static_cast<int>(group), hd);
   const int64_t n_work = n_tok * s.n_head_kv;
   pool_.run_each([&](int ti, int nt) {
     int64_t b, e;
@@ -380,13 +381,17 @@ void CpuBackend::attention(const KvLayerView& kv, const float* q, int64_t n_tok,
     for (int64_t w = b; w < e; ++w) {
       const int64_t t = w / s.n_head_kv, g = w % s.n_head_kv;
       const int64_t first_head = t * s.n_head + g * group;
-      const int64_t n_kv = pos0 + t + 1, at = kv.head(g);
-      if (f16) {
-        attend16(q + first_head * hd, static_cast<int>(group), hd, static_cast<const uint16_t*>(kv.k) + at,
-                 static_cast<const uint16_t*>(kv.v) + at, n_kv, s.scale, scores, out + first_head * hd);
+      const int64_t n_kv = pos0 + t + 1;
+      const float* qh = q + first_head * hd;
+      float* oh = out + first_head * hd;
+      if (kv.type == DType::Q8_0) {
+        attend8(qh, static_cast<int>(group), hd, kv.k_head(g), kv.v_head(g), n_kv, s.scale, scores, oh);
+      } else if (kv.type == DType::F16) {
+        attend16(qh, static_cast<int>(group), hd, reinterpret_cast<const uint16_t*>(kv.k_head(g)),
+                 reinterpret_cast<const uint16_t*>(kv.v_head(g)), n_kv, s.scale, scores, oh);
       } else {
-        attend(q + first_head * hd, static_cast<int>(group), hd, static_cast<const float*>(kv.k) + at,
-               static_cast<const float*>(kv.v) + at, n_kv, s.scale, scores, out + first_head * hd);
+        attend(qh, static_cast<int>(group), hd, reinterpret_cast<const float*>(kv.k_head(g)),
+               reinterpret_cast<const float*>(kv.v_head(g)), n_kv, s.scale, scores, oh);
       }
     }
   });

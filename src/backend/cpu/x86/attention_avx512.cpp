@@ -8,6 +8,7 @@
 #endif
 
 #include <cmath>
+#include <type_traits>
 
 #include "backend/cpu/attention.h"
 
@@ -60,6 +61,36 @@ void score_blocks(const float* q, int64_t hd, const T* k, int64_t nblk, float sc
   }
 }
 
+inline __m512 load16_i8(const uint8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+
+// Q8_0 cache: the same per 32-dimension group, then times the group's 16
+// position scales.
+template <int G>
+void score_blocks_q8(const float* q, int64_t hd, const uint8_t* k, int64_t nblk, float scale, float* scores, int64_t ss) {
+  for (int64_t b = 0; b < nblk; ++b) {
+    const uint8_t* kb = k + static_cast<size_t>(b) * q8_k_block_bytes(hd);
+    const float* ks = reinterpret_cast<const float*>(kb + hd * kKvBlock);
+    __m512 s[G];
+    for (int h = 0; h < G; ++h) s[h] = _mm512_setzero_ps();
+    for (int64_t g = 0; g < hd / 32; ++g) {
+      __m512 a0[G], a1[G];
+      for (int h = 0; h < G; ++h) a0[h] = a1[h] = _mm512_setzero_ps();
+      for (int64_t i = g * 32; i < g * 32 + 32; i += 2) {
+        const __m512 k0 = load16_i8(kb + i * kKvBlock), k1 = load16_i8(kb + (i + 1) * kKvBlock);
+        for (int h = 0; h < G; ++h) {
+          a0[h] = _mm512_fmadd_ps(_mm512_set1_ps(q[h * hd + i]), k0, a0[h]);
+          a1[h] = _mm512_fmadd_ps(_mm512_set1_ps(q[h * hd + i + 1]), k1, a1[h]);
+        }
+      }
+      const __m512 d = _mm512_loadu_ps(ks + g * kKvBlock);
+      for (int h = 0; h < G; ++h) s[h] = _mm512_fmadd_ps(_mm512_add_ps(a0[h], a1[h]), d, s[h]);
+    }
+    const __m512 sc = _mm512_set1_ps(scale);
+    for (int h = 0; h < G; ++h) _mm512_storeu_ps(scores + h * ss + b * kKvBlock, _mm512_mul_ps(s[h], sc));
+  }
+}
 // out (HC heads, NC * 16) = Σ_j p[h][j] · V[j]: each V row loaded once for
 // the HC heads, the HC × NC accumulators in registers.
 template <typename T, int NC, int HC>
@@ -67,27 +98,45 @@ void weighted_v(const float* p, int64_t ss, const T* v, int64_t n_kv, float* out
   __m512 o[HC * NC];
   for (int i = 0; i < HC * NC; ++i) o[i] = _mm512_setzero_ps();
   for (int64_t j = 0; j < n_kv; ++j) {
-    const T* vr = v + j * NC * 16;
-    for (int c = 0; c < NC; ++c) {
-      const __m512 vv = load16(vr + c * 16);
-      for (int h = 0; h < HC; ++h) o[h * NC + c] = _mm512_fmadd_ps(_mm512_set1_ps(p[h * ss + j]), vv, o[h * NC + c]);
+    if constexpr (std::is_same_v<T, uint8_t>) {  // Q8_0 row: int8 [hd], float32 scales [hd / 32]
+      const uint8_t* vr = v + static_cast<size_t>(j) * q8_v_row_bytes(NC * 16);
+      const float* vs = reinterpret_cast<const float*>(vr + NC * 16);
+      for (int c = 0; c < NC; ++c) {
+        const __m512 vv = _mm512_mul_ps(load16_i8(vr + c * 16), _mm512_set1_ps(vs[c / 2]));
+        for (int h = 0; h < HC; ++h) o[h * NC + c] = _mm512_fmadd_ps(_mm512_set1_ps(p[h * ss + j]), vv, o[h * NC + c]);
+      }
+    } else {
+      const T* vr = v + j * NC * 16;
+      for (int c = 0; c < NC; ++c) {
+        const __m512 vv = load16(vr + c * 16);
+        for (int h = 0; h < HC; ++h) o[h * NC + c] = _mm512_fmadd_ps(_mm512_set1_ps(p[h * ss + j]), vv, o[h * NC + c]);
+      }
     }
   }
   for (int h = 0; h < HC; ++h)
     for (int c = 0; c < NC; ++c) _mm512_storeu_ps(out + (h * NC + c) * 16, o[h * NC + c]);
 }
 
+template <typename T, int G>
+void score_blocks_any(const float* q, int64_t hd, const T* k, int64_t nblk, float scale, float* scores, int64_t ss) {
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    score_blocks_q8<G>(q, hd, k, nblk, scale, scores, ss);
+  } else {
+    score_blocks<T, G>(q, hd, k, nblk, scale, scores, ss);
+  }
+}
+
 template <typename T>
 void scores_for(int group, const float* q, int64_t hd, const T* k, int64_t nblk, float scale, float* scores, int64_t ss) {
   switch (group) {
-    case 1: return score_blocks<T, 1>(q, hd, k, nblk, scale, scores, ss);
-    case 2: return score_blocks<T, 2>(q, hd, k, nblk, scale, scores, ss);
-    case 3: return score_blocks<T, 3>(q, hd, k, nblk, scale, scores, ss);
-    case 4: return score_blocks<T, 4>(q, hd, k, nblk, scale, scores, ss);
-    case 5: return score_blocks<T, 5>(q, hd, k, nblk, scale, scores, ss);
-    case 6: return score_blocks<T, 6>(q, hd, k, nblk, scale, scores, ss);
-    case 7: return score_blocks<T, 7>(q, hd, k, nblk, scale, scores, ss);
-    default: return score_blocks<T, 8>(q, hd, k, nblk, scale, scores, ss);
+    case 1: return score_blocks_any<T, 1>(q, hd, k, nblk, scale, scores, ss);
+    case 2: return score_blocks_any<T, 2>(q, hd, k, nblk, scale, scores, ss);
+    case 3: return score_blocks_any<T, 3>(q, hd, k, nblk, scale, scores, ss);
+    case 4: return score_blocks_any<T, 4>(q, hd, k, nblk, scale, scores, ss);
+    case 5: return score_blocks_any<T, 5>(q, hd, k, nblk, scale, scores, ss);
+    case 6: return score_blocks_any<T, 6>(q, hd, k, nblk, scale, scores, ss);
+    case 7: return score_blocks_any<T, 7>(q, hd, k, nblk, scale, scores, ss);
+    default: return score_blocks_any<T, 8>(q, hd, k, nblk, scale, scores, ss);
   }
 }
 
@@ -166,6 +215,11 @@ void attend_group_avx512(const float* q, int group, int64_t hd, const float* k, 
 
 void attend_group_f16_avx512(const float* q, int group, int64_t hd, const uint16_t* k, const uint16_t* v, int64_t n_kv,
                              float scale, float* scores, float* out) {
+  attend_group(q, group, hd, k, v, n_kv, scale, scores, out);
+}
+
+void attend_group_q8_avx512(const float* q, int group, int64_t hd, const uint8_t* k, const uint8_t* v, int64_t n_kv,
+                            float scale, float* scores, float* out) {
   attend_group(q, group, hd, k, v, n_kv, scale, scores, out);
 }
 
