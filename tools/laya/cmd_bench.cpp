@@ -52,6 +52,7 @@ int cmd_bench(int argc, char** argv) {
   CLI::App app{"Measure prefill and decode speed and decode latency", "laya bench"};
   std::string model_path = default_model_path(), kv = "f32";
   int threads = 0, n_prompt = 512, n_gen = 128, reps = 1, warmup = 8, depth = 0;
+  int64_t n_batch = EngineOptions{}.n_batch;
   bool json = false, same_position = false;
   std::string steps_out;
   app.add_option("-m,--model", model_path, "a .gguf file or a Hugging Face / MLX folder");
@@ -61,6 +62,8 @@ int cmd_bench(int argc, char** argv) {
   app.add_option("-r,--reps", reps, "repetitions (the best prefill and all decode steps are reported)")->check(CLI::Range(1, 1000));
   app.add_option("--warmup", warmup, "decode steps run before measuring")->check(CLI::Range(0, 1 << 20));
   app.add_option("-d,--depth", depth, "tokens in the cache before the decode test (llama-bench -d)")->check(CLI::Range(0, 1 << 20));
+  app.add_option("-b,--batch", n_batch, "tokens per forward pass of the prefill (the engine's default unless given)")
+      ->check(CLI::Range(1, 1 << 16));
   app.add_option("--kv", kv, "KV cache type: f32, f16 or q8_0")->check(CLI::IsMember({"f32", "f16", "q8_0"}));
   app.add_flag("--same-position", same_position,
                "decode every step at position --depth (the cache is cut back after each step): "
@@ -78,7 +81,7 @@ int cmd_bench(int argc, char** argv) {
   eo.lock_memory = !no_mlock;
   eo.n_threads = threads;
   eo.n_ctx = std::max({n_prompt, depth + n_gen + warmup + 1, 64});
-  eo.n_batch = std::max(1, std::min(n_prompt, 512));
+  eo.n_batch = n_batch;
   eo.kv_type = kv == "f16" ? DType::F16 : kv == "q8_0" ? DType::Q8_0 : DType::F32;
   auto e = Engine::create(model, eo);
   if (!e.ok()) return report_error("bench", e.status());
