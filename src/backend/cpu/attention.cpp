@@ -14,16 +14,18 @@ namespace {
 inline float widen(float x) { return x; }
 inline float widen(uint16_t x) { return fp16_to_f32(x); }
 
-template <typename T>
-void attend_group_ref(const float* q, int group, int64_t hd, const T* k, const T* v, int64_t n_kv, float scale,
-                      float* scores, float* out) {
+// Softmax attention of the group's heads; kat(j, i) / vat(j, i) give the
+// cached K / V value of position j, dimension i, whatever the layout.
+template <typename KAt, typename VAt>
+void attend_group_ref(const float* q, int group, int64_t hd, int64_t n_kv, float scale, float* scores, float* out, KAt kat,
+                      VAt vat) {
   const int64_t ss = scores_stride(n_kv);
   for (int h = 0; h < group; ++h) {
     float* sc = scores + h * ss;
     float mx = -INFINITY;
     for (int64_t j = 0; j < n_kv; ++j) {
       float d = 0;
-      for (int64_t i = 0; i < hd; ++i) d += widen(k[k_index(j, i, hd)]) * q[h * hd + i];
+      for (int64_t i = 0; i < hd; ++i) d += kat(j, i) * q[h * hd + i];
       sc[j] = d * scale;
       mx = sc[j] > mx ? sc[j] : mx;
     }
@@ -37,9 +39,18 @@ void attend_group_ref(const float* q, int group, int64_t hd, const T* k, const T
     std::memset(o, 0, static_cast<size_t>(hd) * sizeof(float));
     for (int64_t j = 0; j < n_kv; ++j) {
       const float p = sc[j] * inv;
-      for (int64_t i = 0; i < hd; ++i) o[i] += p * widen(v[j * hd + i]);
+      for (int64_t i = 0; i < hd; ++i) o[i] += p * vat(j, i);
     }
   }
+}
+
+// The float32 / fp16 layouts: K blocked, V rows.
+template <typename T>
+void attend_group_ref(const float* q, int group, int64_t hd, const T* k, const T* v, int64_t n_kv, float scale,
+                      float* scores, float* out) {
+  attend_group_ref(
+      q, group, hd, n_kv, scale, scores, out, [&](int64_t j, int64_t i) { return widen(k[k_index(j, i, hd)]); },
+      [&](int64_t j, int64_t i) { return widen(v[j * hd + i]); });
 }
 
 // Element (position j, dim i) of a Q8_0 K slice / V slice, dequantized.
@@ -79,29 +90,9 @@ void attend_group_scalar(const float* q, int group, int64_t hd, const float* k, 
 
 void attend_group_q8_scalar(const float* q, int group, int64_t hd, const uint8_t* k, const uint8_t* v, int64_t n_kv,
                             float scale, float* scores, float* out) {
-  const int64_t ss = scores_stride(n_kv);
-  for (int h = 0; h < group; ++h) {
-    float* sc = scores + h * ss;
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < n_kv; ++j) {
-      float d = 0;
-      for (int64_t i = 0; i < hd; ++i) d += q8_k_at(k, j, i, hd) * q[h * hd + i];
-      sc[j] = d * scale;
-      mx = sc[j] > mx ? sc[j] : mx;
-    }
-    double sum = 0;
-    for (int64_t j = 0; j < n_kv; ++j) {
-      sc[j] = std::exp(sc[j] - mx);
-      sum += sc[j];
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    float* o = out + h * hd;
-    std::memset(o, 0, static_cast<size_t>(hd) * sizeof(float));
-    for (int64_t j = 0; j < n_kv; ++j) {
-      const float p = sc[j] * inv;
-      for (int64_t i = 0; i < hd; ++i) o[i] += p * q8_v_at(v, j, i, hd);
-    }
-  }
+  attend_group_ref(
+      q, group, hd, n_kv, scale, scores, out, [&](int64_t j, int64_t i) { return q8_k_at(k, j, i, hd); },
+      [&](int64_t j, int64_t i) { return q8_v_at(v, j, i, hd); });
 }
 
 void q8_store_k(uint8_t* k_slice, int64_t p, const float* x, int64_t hd) {
