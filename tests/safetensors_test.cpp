@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -22,11 +23,11 @@ namespace {
 // u64 header length + header + data. `hlen` overrides the length field.
 std::vector<uint8_t> make_file(const std::string& header, const std::vector<uint8_t>& data = {},
                                std::optional<uint64_t> hlen = std::nullopt) {
-  std::vector<uint8_t> b(8);
-  uint64_t n = hlen.value_or(header.size());
+  std::vector<uint8_t> b(8 + header.size() + data.size());
+  const uint64_t n = hlen.value_or(header.size());
   std::memcpy(b.data(), &n, 8);
-  b.insert(b.end(), header.begin(), header.end());
-  b.insert(b.end(), data.begin(), data.end());
+  std::copy(header.begin(), header.end(), b.begin() + 8);
+  std::copy(data.begin(), data.end(), b.begin() + 8 + static_cast<std::ptrdiff_t>(header.size()));
   return b;
 }
 
@@ -288,8 +289,12 @@ TEST(SafetensorsFixtures, RefModelFilesParse) {
     ASSERT_NE(emb, nullptr) << p;
     EXPECT_EQ(emb->shape, (std::vector<int64_t>{512, 256}));
     const std::string model = m.path().filename().string();
-    if (model == "llama-tiny") EXPECT_EQ(emb->type, DType::F32);
-    if (model == "qwen2-tiny" || model == "qwen3-tiny") EXPECT_EQ(emb->type, DType::BF16);
+    if (model == "llama-tiny") {
+      EXPECT_EQ(emb->type, DType::F32);
+    }
+    if (model == "qwen2-tiny" || model == "qwen3-tiny") {
+      EXPECT_EQ(emb->type, DType::BF16);
+    }
   }
   EXPECT_GT(n, 0);
 }

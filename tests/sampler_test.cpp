@@ -10,6 +10,12 @@
 #include <new>
 #include <vector>
 
+// The counting operator new below allocates with malloc, so its delete frees
+// with free; GCC 12 flags the pair once inlined (-Wmismatched-new-delete).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 // ---- allocation counter (only counts while a test arms it on its thread) ----
 // Replacing the global operator new is incompatible with ASan's own
 // new/delete bookkeeping, so sanitizer builds skip the allocation test.

@@ -201,7 +201,9 @@ TEST(TokenizerEdit, RandomEditsEqualFullTokenization) {
         ASSERT_TRUE(full.ok());
         ASSERT_EQ(full.value(), et.ids()) << path << " step " << step << " special " << special << " text "
                                           << json(et.text()).dump(-1, ' ', false, json::error_handler_t::replace);
-        if (et.text().size() > 3000) ASSERT_TRUE(et.set_text(et.text().substr(0, 200)).ok());
+        if (et.text().size() > 3000) {
+          ASSERT_TRUE(et.set_text(et.text().substr(0, 200)).ok());
+        }
       }
     }
   }
@@ -236,7 +238,9 @@ TEST(TokenizerBadInput, InvalidUtf8NeverCrashes) {
       EXPECT_FALSE(ids.value().empty());
       // Bytes are bytes (byte-level) or byte fallback (SPM): decoding gives the input back.
       std::string dec = tok->decode(ids.value());
-      if (tok->model_type() == laya::tok::ModelType::kByteBpe) EXPECT_EQ(dec, s) << path;
+      if (tok->model_type() == laya::tok::ModelType::kByteBpe) {
+        EXPECT_EQ(dec, s) << path;
+      }
     }
   }
 }

@@ -1,6 +1,13 @@
 // AVX-512 GEMM tile: 4 tokens × 4 rows per step, 16 zmm accumulators.
 #include <immintrin.h>
 
+// GCC 12 reports the intrinsics' own "undefined" pass-through operands
+// (_mm512_reduce_add_ps's extracts) as uninitialized once inlined.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 #include "backend/cpu/gemm.h"
 
 namespace laya::cpu {
