@@ -27,6 +27,9 @@ int laya_capi_c_smoke(const char* model_path) {
     if (laya_decode(e, s, best) != LAYA_OK) { rc = 7; goto done; }
   }
   if (laya_sequence_n_past(s) != n + 4) { rc = 8; goto done; }
+  /* "" when locked, else the reason naming the limit (either is fine here). */
+  const char* note = laya_engine_memory_lock_note(e);
+  if (note == NULL || (note[0] != '\0' && strstr(note, "ulimit -l") == NULL)) { rc = 10; goto done; }
   if (laya_prefill(e, s, ids, 1, 1000) != LAYA_OUT_OF_RANGE || strlen(laya_last_error()) == 0) { rc = 9; goto done; }
 done:
   laya_sequence_free(s);
