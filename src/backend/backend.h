@@ -29,8 +29,8 @@ struct KvLayerView {
   void* k = nullptr;
   void* v = nullptr;
   DType type = DType::F32;  // F32, F16 or Q8_0 (int8, a float32 scale per 32 values)
-  int64_t n_head_kv = 0, head_dim = 0, n_ctx = 0;
-  size_t head_bytes = 0;  // of one head's K (or V) slice
+  int64_t n_head_kv = 0, head_dim = 0;
+  size_t head_bytes = 0;  // of one head's K (or V) slice (n_ctx positions)
   uint8_t* k_head(int64_t g) const { return static_cast<uint8_t*>(k) + static_cast<size_t>(g) * head_bytes; }
   uint8_t* v_head(int64_t g) const { return static_cast<uint8_t*>(v) + static_cast<size_t>(g) * head_bytes; }
 };

@@ -36,7 +36,6 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
   lim.n_threads = o.n_threads;
   lim.max_cols = std::max({hp.n_embd, hp.n_ff, hp.q_dim()});
   lim.max_ctx = o.n_ctx;
-  lim.max_head_dim = hp.head_dim;
   lim.max_group = hp.n_head / hp.n_head_kv;
   lim.max_batch = o.n_batch;
   e->backend_ = std::make_unique<CpuBackend>(lim);

@@ -35,7 +35,7 @@ Status KvCache::truncate(int64_t pos) {
 
 KvLayerView KvCache::layer(int64_t il) {
   const size_t off = static_cast<size_t>(il * n_head_kv_) * head_bytes_;
-  return KvLayerView{k_.data() + off, v_.data() + off, type_, n_head_kv_, head_dim_, n_alloc_, head_bytes_};
+  return KvLayerView{k_.data() + off, v_.data() + off, type_, n_head_kv_, head_dim_, head_bytes_};
 }
 
 }  // namespace laya

@@ -118,12 +118,10 @@ bool CpuBackend::uses_packed_gemm(const PackedEntry* pe, int64_t n_tok) const {
 #endif
 }
 
-void CpuBackend::quantize_packed_input(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) {
+void CpuBackend::quantize_packed_input(const PackedEntry* const* pes, int n, const float* x, int64_t cols, int64_t n_tok) {
   bool needed = false;
-  for (int i = 0; i < n_outs; ++i)
-    needed |= n_tok == 1 ? packed(*outs[i].w) != nullptr : uses_packed_gemm(packed(*outs[i].w), n_tok);
+  for (int i = 0; i < n; ++i) needed |= n_tok == 1 ? pes[i] != nullptr : uses_packed_gemm(pes[i], n_tok);
   if (!needed) return;
-  const int64_t cols = outs[0].w->cols();
   for (int64_t t = 0; t < n_tok; ++t) quantize_x_(x + t * cols, cols, &qx_[static_cast<size_t>(t)]);
 }
 
@@ -206,6 +204,21 @@ void CpuBackend::gemm_rows(const float* const* rowp, int64_t nr, const float* x,
   gemm_(rowp, nr, x, cols, n_tok, cols, y, ldy);
 }
 
+template <typename F>
+void CpuBackend::run_rows(int64_t n, int64_t n_tok, F&& rows) {
+  static_assert(kDecodeChunkRows % cpu::kPackRows == 0, "chunks are whole packed groups");
+  if (n_tok == 1 && pool_.size() > 1) {
+    reset_row_counters(n);
+    pool_.run_each([&](int ti, int nt) { claim_rows(ti, nt, [&](int64_t b, int64_t e) { rows(b, e, ti); }); });
+    return;
+  }
+  pool_.run_each([&](int ti, int nt) {
+    int64_t b, e;
+    split(n, ti, nt, 16, &b, &e);
+    if (b < e) rows(b, e, ti);
+  });
+}
+
 void CpuBackend::reset_row_counters(int64_t n) {
   const int nt = pool_.size();
   for (int t = 0; t < nt; ++t) {
@@ -229,15 +242,14 @@ void CpuBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* x,
   }
   // The matrices' rows are laid end to end and split evenly across threads,
   // in tiles so a thread's share of each matrix stays contiguous.
-  int64_t total = 0;
-  for (int i = 0; i < n_outs; ++i) total += outs[i].w->rows();
-  quantize_packed_input(outs, n_outs, x, n_tok);
   static_assert(kTileRows == cpu::kPackRows, "packed groups are tiles");
-  static_assert(kDecodeChunkRows % cpu::kPackRows == 0, "chunks are whole packed groups");
-  const int64_t grain = 16;
-  // Looked up once here, not per chunk.
-  const PackedEntry* pes[kMaxGroup];
-  for (int i = 0; i < n_outs; ++i) pes[i] = packed(*outs[i].w);
+  int64_t total = 0;
+  const PackedEntry* pes[kMaxGroup];  // looked up once here, not per chunk
+  for (int i = 0; i < n_outs; ++i) {
+    total += outs[i].w->rows();
+    pes[i] = packed(*outs[i].w);
+  }
+  quantize_packed_input(pes, n_outs, x, outs[0].w->cols(), n_tok);
   // Rows [b, e) of the matrices laid end to end.
   auto rows_of_group = [&](int64_t b, int64_t e, int ti) {
     int64_t base = 0;
@@ -248,24 +260,15 @@ void CpuBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* x,
       base += rows;
     }
   };
-  if (n_tok == 1 && pool_.size() > 1) {
-    reset_row_counters(total);
-    pool_.run_each([&](int ti, int nt) { claim_rows(ti, nt, [&](int64_t b, int64_t e) { rows_of_group(b, e, ti); }); });
-    return;
-  }
-  pool_.run_each([&](int ti, int nt) {
-    int64_t b, e;
-    split(total, ti, nt, grain, &b, &e);
-    rows_of_group(b, e, ti);
-  });
+  run_rows(total, n_tok, rows_of_group);
 }
 
 void CpuBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const float* x, int64_t n_tok,
                                float* gate_scratch, float* out) {
   const int64_t rows = w_gate.rows();
-  const MatmulOut both[2] = {{&w_gate, gate_scratch}, {&w_up, out}};
-  quantize_packed_input(both, 2, x, n_tok);
-  const PackedEntry *pe_gate = packed(w_gate), *pe_up = packed(w_up);
+  const PackedEntry* pes[2] = {packed(w_gate), packed(w_up)};
+  const PackedEntry *pe_gate = pes[0], *pe_up = pes[1];
+  quantize_packed_input(pes, 2, x, w_gate.cols(), n_tok);
   auto rows_of_ffn = [&](int64_t b, int64_t e, int ti) {
     matmul_rows(w_gate, pe_gate, x, n_tok, gate_scratch, b, e, ti);
     matmul_rows(w_up, pe_up, x, n_tok, out, b, e, ti);
@@ -275,16 +278,7 @@ void CpuBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const f
       for (int64_t i = b; i < e; ++i) o[i] = g[i] / (1.0f + std::exp(-g[i])) * o[i];
     }
   };
-  if (n_tok == 1 && pool_.size() > 1) {
-    reset_row_counters(rows);
-    pool_.run_each([&](int ti, int nt) { claim_rows(ti, nt, [&](int64_t b, int64_t e) { rows_of_ffn(b, e, ti); }); });
-    return;
-  }
-  pool_.run_each([&](int ti, int nt) {
-    int64_t b, e;
-    split(rows, ti, nt, 16, &b, &e);
-    if (b < e) rows_of_ffn(b, e, ti);
-  });
+  run_rows(rows, n_tok, rows_of_ffn);
 }
 
 void CpuBackend::get_rows(const Tensor& w, const int32_t* ids, int64_t n, float* out) {

@@ -18,7 +18,6 @@ struct CpuBackendLimits {
   int n_threads = 1;
   int64_t max_cols = 0;     // longest weight row (max of n_embd, n_ff, q_dim)
   int64_t max_ctx = 0;      // longest attention span
-  int64_t max_head_dim = 0;
   int64_t max_group = 1;    // query heads per KV head
   int64_t max_batch = 1;    // tokens per forward pass (prefill chunk)
 };
@@ -60,9 +59,9 @@ class CpuBackend final : public Backend {
   // y (n_tok, ldy) rows r of the tile rowp[0..nr) for tokens x (n_tok, cols).
   void gemm_rows(const float* const* rowp, int64_t nr, const float* x, int64_t cols, int64_t n_tok, float* y, int64_t ldy,
                  int ti);
-  // Rows [b, e) of one matrix for tokens x (n_tok, cols), on thread ti.
   struct PackedEntry;
-  // pe: w's packed form or nullptr (looked up by the caller, once per op).
+  // Rows [b, e) of one matrix for tokens x (n_tok, cols), on thread ti; pe is
+  // w's packed form or nullptr (looked up by the caller, once per op).
   void matmul_rows(const Tensor& w, const PackedEntry* pe, const float* x, int64_t n_tok, float* y, int64_t b, int64_t e,
                    int ti);
   static constexpr int kMaxGroup = 8;  // matrices per matmul_group job
@@ -95,8 +94,8 @@ class CpuBackend final : public Backend {
   std::vector<float> qx_d_, qx_sum_;
   std::vector<int32_t> qx_corr_, qx_corr16_;
   std::vector<cpu::QuantizedX> qx_;
-  // Quantizes x (n_tok, cols) into qx_ when a packed kernel of outs will read it.
-  void quantize_packed_input(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok);
+  // Quantizes x (n_tok, cols) into qx_ when a packed kernel of pes[0..n) will read it.
+  void quantize_packed_input(const PackedEntry* const* pes, int n, const float* x, int64_t cols, int64_t n_tok);
   bool uses_packed_gemm(const PackedEntry* pe, int64_t n_tok) const;
   void (*gemm_)(const float* const*, int64_t, const float*, int64_t, int64_t, int64_t, float*, int64_t) = nullptr;
   ThreadPool pool_;
@@ -115,6 +114,10 @@ class CpuBackend final : public Backend {
   std::unique_ptr<RowCounter[]> counters_;
   // Sets the counters to the even split of n rows (grain 16).
   void reset_row_counters(int64_t n);
+  // Runs rows(b, e, thread) over [0, n) on the pool: stolen chunks for a
+  // decode step, an even split (grain 16) for a multi-token pass.
+  template <typename F>
+  void run_rows(int64_t n, int64_t n_tok, F&& rows);
   // Calls f(b, e) for every chunk thread ti claims until all rows are done.
   template <typename F>
   void claim_rows(int ti, int nt, F&& f) {
