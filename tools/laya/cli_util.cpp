@@ -1,5 +1,9 @@
 #include "cli_util.h"
 
+#include <CLI/CLI.hpp>
+
+#include "engine/engine.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -75,6 +79,17 @@ Status write_npy_f32(const std::string& path, const float* data, const std::vect
 int report_error(const char* cmd, const Status& st) {
   std::fprintf(stderr, "laya %s: error: %s\n", cmd, st.message().c_str());
   return st.code() == StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+void EngineFlags::add_to(CLI::App& app, bool with_kv) {
+  kv_offered = with_kv;
+  if (with_kv) app.add_option("--kv", kv, "KV cache type: f32, f16 or q8_0")->check(CLI::IsMember({"f32", "f16", "q8_0"}));
+  app.add_flag("--no-mlock", no_mlock, "do not lock the weights and caches in RAM");
+}
+
+void EngineFlags::apply(EngineOptions* eo) const {
+  eo->lock_memory = !no_mlock;
+  if (kv_offered) eo->kv_type = kv == "f16" ? DType::F16 : kv == "q8_0" ? DType::Q8_0 : DType::F32;
 }
 
 void warn(const char* cmd, const std::string& note) {

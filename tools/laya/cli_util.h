@@ -7,7 +7,24 @@
 
 #include "core/status.h"
 
+namespace CLI {
+class App;
+}
+namespace laya {
+struct EngineOptions;
+}
+
 namespace laya::cli {
+
+// Engine flags shared by the commands that run a model: --no-mlock, and
+// --kv f32|f16|q8_0 where the command offers a choice of cache.
+struct EngineFlags {
+  std::string kv = "f32";
+  bool no_mlock = false;
+  bool kv_offered = false;
+  void add_to(CLI::App& app, bool with_kv);
+  void apply(EngineOptions* eo) const;  // lock_memory, and kv_type when --kv is offered
+};
 
 // The model used when -m is not given (shipped default, else empty).
 std::string default_model_path();

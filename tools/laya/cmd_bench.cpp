@@ -50,7 +50,7 @@ uint64_t bytes_per_token(const Model& m) {
 
 int cmd_bench(int argc, char** argv) {
   CLI::App app{"Measure prefill and decode speed and decode latency", "laya bench"};
-  std::string model_path = default_model_path(), kv = "f32";
+  std::string model_path = default_model_path();
   int threads = 0, n_prompt = 512, n_gen = 128, reps = 1, warmup = 8, depth = 0;
   int64_t n_batch = EngineOptions{}.n_batch;
   bool json = false, same_position = false;
@@ -64,31 +64,29 @@ int cmd_bench(int argc, char** argv) {
   app.add_option("-d,--depth", depth, "tokens in the cache before the decode test (llama-bench -d)")->check(CLI::Range(0, 1 << 20));
   app.add_option("-b,--batch", n_batch, "tokens per forward pass of the prefill (the engine's default unless given)")
       ->check(CLI::Range(1, 1 << 16));
-  app.add_option("--kv", kv, "KV cache type: f32, f16 or q8_0")->check(CLI::IsMember({"f32", "f16", "q8_0"}));
   app.add_flag("--same-position", same_position,
                "decode every step at position --depth (the cache is cut back after each step): "
                "the step's jitter without the context growing");
   app.add_option("--steps-out", steps_out, "write every measured step's milliseconds to this file, one per line");
   app.add_flag("--json", json, "print one JSON object");
-  bool no_mlock = false;
-  app.add_flag("--no-mlock", no_mlock, "do not lock the weights and caches in RAM");
+  EngineFlags flags;
+  flags.add_to(app, true);
   CLI11_PARSE(app, argc, argv);
   if (model_path.empty()) return report_error("bench", Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL"));
   auto m = Model::load(model_path);
   if (!m.ok()) return report_error("bench", m.status());
   std::shared_ptr<const Model> model = std::move(m).value();
   EngineOptions eo;
-  eo.lock_memory = !no_mlock;
+  flags.apply(&eo);
   eo.n_threads = threads;
   eo.n_ctx = std::max({n_prompt, depth + n_gen + warmup + 1, 64});
   eo.n_batch = n_batch;
-  eo.kv_type = kv == "f16" ? DType::F16 : kv == "q8_0" ? DType::Q8_0 : DType::F32;
   auto e = Engine::create(model, eo);
   if (!e.ok()) return report_error("bench", e.status());
-  warn("bench", (*e)->memory_lock_note());
   Engine& eng = **e;
   const int64_t nv = eng.n_vocab();
   auto seq = eng.new_sequence();
+  warn("bench", eng.memory_lock_note());
   Rng rng(1234);
   std::vector<int32_t> prompt(static_cast<size_t>(std::max({n_prompt, depth, 1})));
   for (auto& t : prompt) t = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(nv));

@@ -236,8 +236,8 @@ int cmd_bench_typing(int argc, char** argv) {
   app.add_option("--max-ctx", max_ctx, "context window cap in tokens (and the model's own)")->check(CLI::Range(64, 1 << 20));
   app.add_flag("-v,--verbose", verbose, "print each accepted suggestion to stderr");
   app.add_flag("--no-heal", no_heal, "no token healing: the suggestion starts after the context's last token");
-  bool no_mlock = false;
-  app.add_flag("--no-mlock", no_mlock, "do not lock the weights and caches in RAM");
+  EngineFlags flags;
+  flags.add_to(app, false);
   CLI11_PARSE(app, argc, argv);
   if (model_path.empty()) return report_error("bench-typing", Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL"));
   auto m = Model::load(model_path);
@@ -247,7 +247,7 @@ int cmd_bench_typing(int argc, char** argv) {
   if (!t.ok()) return report_error("bench-typing", t.status());
   std::unique_ptr<tok::Tokenizer> tk = std::move(t).value();
   EngineOptions eo;
-  eo.lock_memory = !no_mlock;
+  flags.apply(&eo);
   eo.n_threads = threads;
   const int64_t n_ctx_train = model->hparams().n_ctx_train > 0 ? model->hparams().n_ctx_train : 2048;
   eo.n_ctx = std::min<int64_t>(n_ctx_train, max_ctx);

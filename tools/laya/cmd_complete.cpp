@@ -14,7 +14,7 @@ namespace laya::cli {
 
 int cmd_complete(int argc, char** argv) {
   CLI::App app{"Continue a prompt, streaming the text to stdout", "laya complete"};
-  std::string model_path = default_model_path(), prompt, tokens_s, kv = "f32";
+  std::string model_path = default_model_path(), prompt, tokens_s;
   int n_predict = 32, threads = 0;
   SamplerParams sp;
   bool show_stats = false, special = false, ids_out = false;
@@ -31,12 +31,11 @@ int cmd_complete(int argc, char** argv) {
   app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalty looks back on");
   app.add_option("--seed", sp.seed, "RNG seed (a run is reproducible)");
   app.add_option("-t,--threads", threads, "threads (default: all cores)");
-  app.add_option("--kv", kv, "KV cache type: f32, f16 or q8_0")->check(CLI::IsMember({"f32", "f16", "q8_0"}));
   app.add_flag("--special", special, "parse special-token text in the prompt");
   app.add_flag("--ids", ids_out, "print token ids instead of text");
   app.add_flag("--stats", show_stats, "print timing to stderr");
-  bool no_mlock = false;
-  app.add_flag("--no-mlock", no_mlock, "do not lock the weights and caches in RAM");
+  EngineFlags flags;
+  flags.add_to(app, true);
   CLI11_PARSE(app, argc, argv);
   if (model_path.empty()) return report_error("complete", Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL"));
   if (prompt.empty() && tokens_s.empty()) {
@@ -69,15 +68,14 @@ int cmd_complete(int argc, char** argv) {
     return report_error("complete", st);
   }
   EngineOptions eo;
-  eo.lock_memory = !no_mlock;
+  flags.apply(&eo);
   eo.n_threads = threads;
   eo.n_ctx = std::min<int64_t>(model->hparams().n_ctx_train, static_cast<int64_t>(ids.size()) + n_predict + 1);
-  eo.kv_type = kv == "f16" ? DType::F16 : kv == "q8_0" ? DType::Q8_0 : DType::F32;
   auto e = Engine::create(model, eo);
   if (!e.ok()) return report_error("complete", e.status());
-  warn("complete", (*e)->memory_lock_note());
   Engine& eng = **e;
   auto seq = eng.new_sequence();
+  warn("complete", eng.memory_lock_note());
   Sampler sampler(sp, static_cast<int>(eng.n_vocab()));
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();

@@ -19,8 +19,8 @@ int cmd_logits(int argc, char** argv) {
   app.add_flag("--incremental", incremental, "feed the tokens one at a time through the KV cache");
   app.add_flag("--precise", precise, "reference mode: float32 KV cache and activations");
   app.add_option("-t,--threads", threads, "threads (default: all cores)");
-  bool no_mlock = false;
-  app.add_flag("--no-mlock", no_mlock, "do not lock the weights and caches in RAM");
+  EngineFlags flags;
+  flags.add_to(app, false);
   CLI11_PARSE(app, argc, argv);
   if (model_path.empty()) return report_error("logits", Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL"));
   auto ids = parse_id_list(tokens_s);
@@ -29,16 +29,16 @@ int cmd_logits(int argc, char** argv) {
   if (!m.ok()) return report_error("logits", m.status());
   std::shared_ptr<const Model> model = std::move(m).value();
   EngineOptions eo;
-  eo.lock_memory = !no_mlock;
+  flags.apply(&eo);
   eo.n_threads = threads;
   eo.n_ctx = std::max<int64_t>(static_cast<int64_t>(ids->size()), std::min<int64_t>(model->hparams().n_ctx_train, 4096));
   eo.kv_type = precise ? DType::F32 : EngineOptions{}.kv_type;
   if (precise) eo.pack_weights = false;  // float32 activations in every product
   auto e = Engine::create(model, eo);
   if (!e.ok()) return report_error("logits", e.status());
-  warn("logits", (*e)->memory_lock_note());
   Engine& eng = **e;
   auto seq = eng.new_sequence();
+  warn("logits", eng.memory_lock_note());
   const int64_t n = static_cast<int64_t>(ids->size()), nv = eng.n_vocab();
   std::vector<float> out(static_cast<size_t>(all ? n * nv : nv));
   if (incremental) {
