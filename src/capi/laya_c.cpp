@@ -4,7 +4,9 @@
 #include "laya/laya.h"
 
 #include <cstring>
+#include <exception>
 #include <memory>
+#include <new>
 #include <string>
 
 #include "engine/engine.h"
@@ -41,6 +43,22 @@ laya_status invalid(const char* what) {
   return LAYA_INVALID_ARGUMENT;
 }
 
+// Runs f (which returns a laya_status) so that no exception crosses the C
+// boundary: an allocation failure becomes LAYA_OUT_OF_MEMORY with `oom` as the
+// message, anything else LAYA_INTERNAL.
+template <typename F>
+laya_status guarded(const char* oom, F&& f) {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    g_error = oom;
+    return LAYA_OUT_OF_MEMORY;
+  } catch (const std::exception& ex) {
+    g_error = std::string("internal error: ") + ex.what();
+    return LAYA_INTERNAL;
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -49,22 +67,19 @@ const char* laya_last_error(void) { return g_error.c_str(); }
 
 laya_status laya_model_load(const char* path, laya_model** out) {
   if (!path || !out) return invalid("laya_model_load: path and out must not be NULL");
-  try {
+  return guarded("laya_model_load: out of memory", [&] {
     auto r = laya::Model::load(path);
     if (!r.ok()) return set(r.status());
     *out = new laya_model{std::shared_ptr<const laya::Model>(std::move(r).value())};
     return set(laya::Status::Ok());
-  } catch (const std::bad_alloc&) {
-    g_error = "laya_model_load: out of memory";
-    return LAYA_OUT_OF_MEMORY;
-  }
+  });
 }
 
 void laya_model_free(laya_model* model) { delete model; }
 
 laya_status laya_engine_create(laya_model* model, int n_threads, int64_t n_ctx, laya_engine** out) {
   if (!model || !out) return invalid("laya_engine_create: model and out must not be NULL");
-  try {
+  return guarded("laya_engine_create: out of memory (lower n_ctx?)", [&] {
     laya::EngineOptions o;
     o.n_threads = n_threads;
     o.n_ctx = n_ctx;
@@ -72,10 +87,7 @@ laya_status laya_engine_create(laya_model* model, int n_threads, int64_t n_ctx, 
     if (!r.ok()) return set(r.status());
     *out = new laya_engine{std::move(r).value()};
     return set(laya::Status::Ok());
-  } catch (const std::bad_alloc&) {
-    g_error = "laya_engine_create: out of memory (lower n_ctx?)";
-    return LAYA_OUT_OF_MEMORY;
-  }
+  });
 }
 
 void laya_engine_free(laya_engine* engine) { delete engine; }
@@ -88,13 +100,10 @@ const char* laya_engine_memory_lock_note(const laya_engine* engine) {
 
 laya_status laya_sequence_new(laya_engine* engine, laya_sequence** out) {
   if (!engine || !out) return invalid("laya_sequence_new: engine and out must not be NULL");
-  try {
+  return guarded("laya_sequence_new: out of memory for the KV cache (lower n_ctx?)", [&] {
     *out = new laya_sequence{engine->e->new_sequence()};
     return set(laya::Status::Ok());
-  } catch (const std::bad_alloc&) {
-    g_error = "laya_sequence_new: out of memory for the KV cache (lower n_ctx?)";
-    return LAYA_OUT_OF_MEMORY;
-  }
+  });
 }
 
 void laya_sequence_free(laya_sequence* seq) { delete seq; }
@@ -119,11 +128,13 @@ const float* laya_logits(const laya_engine* engine) { return engine ? engine->e-
 
 laya_status laya_tokenizer_from_model(const laya_model* model, laya_tokenizer** out) {
   if (!model || !out) return invalid("laya_tokenizer_from_model: model and out must not be NULL");
-  auto r = model->m->gguf_file() ? laya::tok::Tokenizer::from_gguf(*model->m->gguf_file())
-                                 : laya::tok::Tokenizer::from_path(model->m->path());
-  if (!r.ok()) return set(r.status());
-  *out = new laya_tokenizer{std::move(r).value()};
-  return set(laya::Status::Ok());
+  return guarded("laya_tokenizer_from_model: out of memory", [&] {
+    auto r = model->m->gguf_file() ? laya::tok::Tokenizer::from_gguf(*model->m->gguf_file())
+                                   : laya::tok::Tokenizer::from_path(model->m->path());
+    if (!r.ok()) return set(r.status());
+    *out = new laya_tokenizer{std::move(r).value()};
+    return set(laya::Status::Ok());
+  });
 }
 
 void laya_tokenizer_free(laya_tokenizer* tok) { delete tok; }
@@ -131,19 +142,21 @@ void laya_tokenizer_free(laya_tokenizer* tok) { delete tok; }
 laya_status laya_tokenize(const laya_tokenizer* tok, const char* text, size_t len, int parse_special, int add_bos,
                           int32_t* ids, int64_t cap, int64_t* n_out) {
   if (!tok || (!text && len > 0) || !n_out || (!ids && cap > 0) || cap < 0) return invalid("laya_tokenize: bad argument");
-  laya::tok::EncodeOptions o;
-  o.parse_special = parse_special != 0;
-  if (add_bos >= 0) o.add_bos = add_bos != 0;
-  auto r = tok->t->encode(std::string_view(text ? text : "", len), o);
-  if (!r.ok()) return set(r.status());
-  const auto& v = r.value();
-  *n_out = static_cast<int64_t>(v.size());
-  if (*n_out > cap) {
-    g_error = "laya_tokenize: the text has " + std::to_string(v.size()) + " ids, the buffer holds " + std::to_string(cap);
-    return LAYA_OUT_OF_RANGE;
-  }
-  if (!v.empty()) std::memcpy(ids, v.data(), v.size() * sizeof(int32_t));
-  return set(laya::Status::Ok());
+  return guarded("laya_tokenize: out of memory", [&] {
+    laya::tok::EncodeOptions o;
+    o.parse_special = parse_special != 0;
+    if (add_bos >= 0) o.add_bos = add_bos != 0;
+    auto r = tok->t->encode(std::string_view(text ? text : "", len), o);
+    if (!r.ok()) return set(r.status());
+    const auto& v = r.value();
+    *n_out = static_cast<int64_t>(v.size());
+    if (*n_out > cap) {
+      g_error = "laya_tokenize: the text has " + std::to_string(v.size()) + " ids, the buffer holds " + std::to_string(cap);
+      return LAYA_OUT_OF_RANGE;
+    }
+    if (!v.empty()) std::memcpy(ids, v.data(), v.size() * sizeof(int32_t));
+    return set(laya::Status::Ok());
+  });
 }
 
 laya_status laya_detokenize(const laya_tokenizer* tok, const int32_t* ids, int64_t n, char* buf, size_t cap,
@@ -156,15 +169,17 @@ laya_status laya_detokenize(const laya_tokenizer* tok, const int32_t* ids, int64
       return LAYA_INVALID_ARGUMENT;
     }
   }
-  const std::string s = tok->t->decode(std::span<const int32_t>(ids, static_cast<size_t>(n)));
-  *len_out = s.size();
-  if (cap <= s.size()) {
-    g_error = "laya_detokenize: the text has " + std::to_string(s.size()) + " bytes, the buffer holds " + std::to_string(cap);
-    return LAYA_OUT_OF_RANGE;
-  }
-  std::memcpy(buf, s.data(), s.size());
-  buf[s.size()] = '\0';
-  return set(laya::Status::Ok());
+  return guarded("laya_detokenize: out of memory", [&] {
+    const std::string s = tok->t->decode(std::span<const int32_t>(ids, static_cast<size_t>(n)));
+    *len_out = s.size();
+    if (cap <= s.size()) {
+      g_error = "laya_detokenize: the text has " + std::to_string(s.size()) + " bytes, the buffer holds " + std::to_string(cap);
+      return LAYA_OUT_OF_RANGE;
+    }
+    std::memcpy(buf, s.data(), s.size());
+    buf[s.size()] = '\0';
+    return set(laya::Status::Ok());
+  });
 }
 
 }  // extern "C"
