@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
-#include "model/tensor.h"
+#include "core/tensor.h"
 
 namespace laya {
 

@@ -12,15 +12,6 @@
 
 namespace laya {
 
-std::string Tensor::shape_string() const {
-  std::string s = "[";
-  for (int i = 0; i < n_dims; ++i) {
-    if (i) s += ", ";
-    s += std::to_string(ne[i]);
-  }
-  return s + "]";
-}
-
 std::vector<float> llama3_rope_factors(int64_t head_dim, double theta, double factor, double low_freq_factor,
                                        double high_freq_factor, double original_ctx) {
   const double low_wavelen = original_ctx / low_freq_factor;

@@ -10,7 +10,7 @@
 #include "core/status.h"
 #include "model/arch.h"
 #include "model/hparams.h"
-#include "model/tensor.h"
+#include "core/tensor.h"
 
 namespace laya {
 

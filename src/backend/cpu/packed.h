@@ -33,7 +33,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/tensor.h"
+#include "core/tensor.h"
 
 namespace laya::cpu {
 

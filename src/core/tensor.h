@@ -1,4 +1,5 @@
-// A weight tensor as the model sees it: a typed view into mapped file bytes.
+// A weight tensor: a typed view into mapped file bytes (host memory). A
+// backend maps it to its own form (packed, uploaded) in prepare_weights().
 #pragma once
 
 #include <cstdint>
