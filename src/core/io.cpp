@@ -1,0 +1,46 @@
+#include "core/io.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace laya {
+
+Result<std::string> read_file(const std::string& path, size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO with no writer must not hang; regular files ignore it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    const int err = errno;
+    return Status(err == ENOENT ? StatusCode::kNotFound : StatusCode::kIo,
+                  strformat("%s: cannot open (%s)", path.c_str(), std::strerror(err)));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status(StatusCode::kInvalidArgument, strformat("%s: not a regular file", path.c_str()));
+  }
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    return Status(StatusCode::kOutOfRange, strformat("%s: %lld bytes, more than the %zu this reader accepts", path.c_str(),
+                                                     static_cast<long long>(st.st_size), max_bytes));
+  }
+  std::string out(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = ::read(fd, out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : 0;
+      ::close(fd);
+      return Status(StatusCode::kIo, strformat("%s: read failed after %zu of %zu bytes (%s)", path.c_str(), got, out.size(),
+                                               err ? std::strerror(err) : "file shrank"));
+    }
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return out;
+}
+
+}  // namespace laya
