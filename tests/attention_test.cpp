@@ -81,9 +81,10 @@ TEST(KernelAttention, ScalarMatchesPlainAttention) {
         const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
         const std::vector<float> want = plain_attention(c.q, group, hd, c.k_rows, c.v_rows, n_kv, scale);
         std::vector<float> scores(static_cast<size_t>(group * scores_stride(n_kv))), out(c.q.size()), out16(c.q.size());
-        attend_group_scalar(c.q.data(), group, hd, c.k_blocked.data(), c.v_rows.data(), n_kv, scale, scores.data(), out.data());
-        attend_group_f16_scalar(c.q.data(), group, hd, c.k16_blocked.data(), c.v16.data(), n_kv, scale, scores.data(),
-                                out16.data());
+        attend_group_scalar(c.q.data(), group, hd, KvHeadBlocks::contiguous(c.k_blocked.data(), c.v_rows.data()), n_kv, scale, scores.data(),
+                            out.data());
+        attend_group_f16_scalar(c.q.data(), group, hd, KvHeadBlocks::contiguous(c.k16_blocked.data(), c.v16.data()), n_kv, scale,
+                                scores.data(), out16.data());
         for (size_t i = 0; i < out.size(); ++i) {
           ASSERT_NEAR(out[i], want[i], 1e-5f * (1.f + std::fabs(want[i]))) << "group " << group << " hd " << hd << " n_kv " << n_kv;
           ASSERT_EQ(out16[i], out[i]) << "fp16 path vs float32 path on the same values";
@@ -98,17 +99,19 @@ TEST(KernelAttention, SimdMatchesScalar) {
   int checked = 0;
   for (int group : {1, 2, 3, 4, 7, 8}) {
     for (int64_t hd : {16, 32, 64, 128, 256}) {
-      AttendGroupFn f = attend_group_for(group, hd);
-      AttendGroupF16Fn f16 = attend_group_f16_for(group, hd);
+      AttendGroupFn f = attend_group_for(DType::F32, group, hd);
+      AttendGroupFn f16 = attend_group_for(DType::F16, group, hd);
       if (f == attend_group_scalar) continue;
       for (int64_t n_kv : {1, 15, 16, 17, 300}) {
         Case c = make_case(rng, group, hd, n_kv);
         const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
         std::vector<float> s1(static_cast<size_t>(group * scores_stride(n_kv))), s2(s1.size());
         std::vector<float> o1(c.q.size()), o2(c.q.size()), o3(c.q.size());
-        attend_group_scalar(c.q.data(), group, hd, c.k_blocked.data(), c.v_rows.data(), n_kv, scale, s1.data(), o1.data());
-        f(c.q.data(), group, hd, c.k_blocked.data(), c.v_rows.data(), n_kv, scale, s2.data(), o2.data());
-        f16(c.q.data(), group, hd, c.k16_blocked.data(), c.v16.data(), n_kv, scale, s2.data(), o3.data());
+        const KvHeadBlocks kv32 = KvHeadBlocks::contiguous(c.k_blocked.data(), c.v_rows.data());
+        const KvHeadBlocks kv16 = KvHeadBlocks::contiguous(c.k16_blocked.data(), c.v16.data());
+        attend_group_scalar(c.q.data(), group, hd, kv32, n_kv, scale, s1.data(), o1.data());
+        f(c.q.data(), group, hd, kv32, n_kv, scale, s2.data(), o2.data());
+        f16(c.q.data(), group, hd, kv16, n_kv, scale, s2.data(), o3.data());
         for (size_t i = 0; i < o1.size(); ++i) {
           ASSERT_NEAR(o2[i], o1[i], 2e-5f * (1.f + std::fabs(o1[i]))) << "group " << group << " hd " << hd << " n_kv " << n_kv;
           ASSERT_NEAR(o3[i], o1[i], 2e-5f * (1.f + std::fabs(o1[i]))) << "fp16, group " << group << " hd " << hd << " n_kv " << n_kv;
@@ -155,12 +158,12 @@ TEST(KernelAttention, Q8CacheMatchesPlainAttentionOnItsValues) {
         const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
         const std::vector<float> want = plain_attention(q, group, hd, kd, vd, n_kv, scale);
         std::vector<float> scores(static_cast<size_t>(group * slots)), o1(q.size()), o2(q.size());
-        attend_group_q8_scalar(q.data(), group, hd, ks.data(), vs.data(), n_kv, scale, scores.data(), o1.data());
+        attend_group_q8_scalar(q.data(), group, hd, KvHeadBlocks::contiguous(ks.data(), vs.data()), n_kv, scale, scores.data(), o1.data());
         for (size_t i = 0; i < o1.size(); ++i)
           ASSERT_NEAR(o1[i], want[i], 1e-5f * (1.f + std::fabs(want[i]))) << "group " << group << " hd " << hd << " n_kv " << n_kv;
-        AttendGroupQ8Fn f = attend_group_q8_for(group, hd);
+        AttendGroupFn f = attend_group_for(DType::Q8_0, group, hd);
         if (f == attend_group_q8_scalar) continue;
-        f(q.data(), group, hd, ks.data(), vs.data(), n_kv, scale, scores.data(), o2.data());
+        f(q.data(), group, hd, KvHeadBlocks::contiguous(ks.data(), vs.data()), n_kv, scale, scores.data(), o2.data());
         for (size_t i = 0; i < o1.size(); ++i)
           ASSERT_NEAR(o2[i], o1[i], 2e-5f * (1.f + std::fabs(o1[i]))) << "SIMD, group " << group << " hd " << hd << " n_kv " << n_kv;
         ++simd_checked;
@@ -168,6 +171,69 @@ TEST(KernelAttention, Q8CacheMatchesPlainAttentionOnItsValues) {
     }
   }
   std::printf("[ measure  ] Q8_0 attention: %d SIMD cases checked against the scalar kernel\n", simd_checked);
+}
+
+// The KV block pool: a head's positions spread over blocks in any order give
+// bit-identical results to one contiguous slice, for every cache type and
+// kernel (same arithmetic, same order), whatever the block size.
+TEST(KernelAttention, BlocksInAnyOrderEqualOneContiguousSlice) {
+  std::mt19937 rng(17);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  const int group = 4;
+  const int64_t hd = 64;
+  int checked = 0;
+  for (DType type : {DType::F32, DType::F16, DType::Q8_0}) {
+    for (int64_t bp : {16, 32, 64}) {
+      for (int64_t n_kv : {1, 16, 17, 63, 64, 65, 200}) {
+        const int64_t n_blocks = (n_kv + bp - 1) / bp;
+        // A pool of 2 * n_blocks blocks; the sequence's blocks at shuffled ids.
+        std::vector<int32_t> ids(static_cast<size_t>(2 * n_blocks));
+        for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+        std::shuffle(ids.begin(), ids.end(), rng);
+        ids.resize(static_cast<size_t>(n_blocks));
+        const size_t head = type == DType::Q8_0 ? static_cast<size_t>(bp / kKvBlock) * q8_k_block_bytes(hd)
+                                                : static_cast<size_t>(bp * hd) * (type == DType::F16 ? 2 : 4);
+        const size_t block_bytes = 2 * head;  // K then V of this one head
+        std::vector<uint8_t> pool(static_cast<size_t>(2 * n_blocks) * block_bytes, 0x7E);
+        const int64_t slots = n_blocks * bp;
+        std::vector<uint8_t> kc(head * static_cast<size_t>(n_blocks)), vc(kc.size());  // contiguous copy
+        std::vector<float> q(static_cast<size_t>(group * hd)), x(static_cast<size_t>(hd));
+        for (auto& e : q) e = nd(rng);
+        for (int64_t p = 0; p < n_kv; ++p) {
+          uint8_t* kb = pool.data() + static_cast<size_t>(ids[static_cast<size_t>(p / bp)]) * block_bytes;
+          uint8_t* vb = kb + head;
+          for (int side = 0; side < 2; ++side) {
+            for (auto& e : x) e = nd(rng);
+            uint8_t* dst[2] = {side ? vb : kb, side ? vc.data() : kc.data()};
+            const int64_t slot[2] = {p % bp, p};
+            for (int w = 0; w < 2; ++w) {
+              if (type == DType::Q8_0) {
+                side ? q8_store_v(dst[w], slot[w], x.data(), hd) : q8_store_k(dst[w], slot[w], x.data(), hd);
+              } else {
+                for (int64_t i = 0; i < hd; ++i) {
+                  const int64_t at = side ? slot[w] * hd + i : k_index(slot[w], i, hd);
+                  if (type == DType::F16) reinterpret_cast<uint16_t*>(dst[w])[at] = f32_to_fp16(x[static_cast<size_t>(i)]);
+                  else reinterpret_cast<float*>(dst[w])[at] = x[static_cast<size_t>(i)];
+                }
+              }
+            }
+          }
+        }
+        const KvHeadBlocks blocks{pool.data(), pool.data() + head, ids.data(), block_bytes, bp};
+        const KvHeadBlocks flat = KvHeadBlocks::contiguous(kc.data(), vc.data());
+        for (AttendGroupFn f : {attend_group_scalar_for(type), attend_group_for(type, group, hd)}) {
+          std::vector<float> s1(static_cast<size_t>(group * scores_stride(slots))), s2(s1.size());
+          std::vector<float> o1(q.size()), o2(q.size());
+          f(q.data(), group, hd, flat, n_kv, 0.125f, s1.data(), o1.data());
+          f(q.data(), group, hd, blocks, n_kv, 0.125f, s2.data(), o2.data());
+          for (size_t i = 0; i < o1.size(); ++i)
+            ASSERT_EQ(o2[i], o1[i]) << dtype_name(type) << " block " << bp << " n_kv " << n_kv << " element " << i;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 3 * 3 * 7 * 2);
 }
 
 }  // namespace

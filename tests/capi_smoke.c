@@ -20,7 +20,7 @@ int laya_capi_c_smoke(const char* model_path) {
   if (laya_sequence_new(e, &s) != LAYA_OK) { rc = 5; goto done; }
   if (laya_prefill(e, s, ids, n, 0) != LAYA_OK) { rc = 6; goto done; }
   for (int step = 0; step < 4; ++step) {
-    const float* lg = laya_logits(e);
+    const float* lg = laya_sequence_logits(s);
     int32_t best = 0;
     for (int64_t i = 1; i < laya_engine_n_vocab(e); ++i)
       if (lg[i] > lg[best]) best = (int32_t)i;

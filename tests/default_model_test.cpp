@@ -96,7 +96,7 @@ TEST_F(DefaultModel, GreedyCompletionOfDefIsNonEmpty) {
   ASSERT_TRUE(eng.prefill(*seq, ids, 0).ok());
   std::string text;
   for (int i = 0; i < 12; ++i) {
-    const float* lg = eng.logits();
+    const float* lg = seq->logits();
     int32_t best = -1;
     for (int64_t v = 0; v < eng.n_vocab(); ++v) {
       const int32_t id = static_cast<int32_t>(v);

@@ -27,7 +27,7 @@ std::unique_ptr<Engine> make_engine(const std::string& path, int threads = 2) {
   return e.ok() ? std::move(e).value() : nullptr;
 }
 
-std::vector<float> logits_copy(const Engine& e) { return {e.logits(), e.logits() + e.n_vocab()}; }
+std::vector<float> logits_copy(const Engine& e, const Sequence& s) { return {s.logits(), s.logits() + e.n_vocab()}; }
 
 TEST(EngineApi, SequencesAreIndependentAndTruncateReusesThePrefix) {
   LAYA_REQUIRE_FIXTURES(fx);
@@ -38,22 +38,24 @@ TEST(EngineApi, SequencesAreIndependentAndTruncateReusesThePrefix) {
   b[12] = 400;  // an edit in the middle
   auto s1 = e->new_sequence(), s2 = e->new_sequence(), s3 = e->new_sequence();
   ASSERT_TRUE(e->prefill(*s1, a, 0).ok());
-  const auto la = logits_copy(*e);
+  const auto la = logits_copy(*e, *s1);
   ASSERT_TRUE(e->prefill(*s2, b, 0).ok());
-  const auto lb = logits_copy(*e);
+  const auto lb = logits_copy(*e, *s2);
+  // Each sequence keeps its own logits: s2's forward left s1's as they were.
+  EXPECT_EQ(logits_copy(*e, *s1), la);
   // s1 again: must not have been disturbed by s2.
   ASSERT_TRUE(e->decode(*s1, 77).ok());
-  const auto la_next = logits_copy(*e);
+  const auto la_next = logits_copy(*e, *s1);
   // Reuse s1's cache up to the edit: cut back to 12, feed b's tail.
   ASSERT_TRUE(e->prefill(*s1, std::span<const int32_t>(b.data() + 12, b.size() - 12), 12).ok());
-  const auto lb_reused = logits_copy(*e);
+  const auto lb_reused = logits_copy(*e, *s1);
   for (int64_t i = 0; i < e->n_vocab(); ++i) EXPECT_NEAR(lb_reused[i], lb[i], 1e-4) << i;
   // A fresh sequence fed a + [77] one token at a time equals la_next (s1's
   // last step was a decode too). Decode of a Q8_0 file runs the packed int8
   // kernels (activations to ~15 bits), prefill the float ones: ~1e-3 apart.
   for (size_t i = 0; i < a.size(); ++i) ASSERT_TRUE(e->decode(*s3, a[i]).ok());
   ASSERT_TRUE(e->decode(*s3, 77).ok());
-  for (int64_t i = 0; i < e->n_vocab(); ++i) EXPECT_NEAR(e->logits()[i], la_next[i], 2e-3) << i;
+  for (int64_t i = 0; i < e->n_vocab(); ++i) EXPECT_NEAR(s3->logits()[i], la_next[i], 2e-3) << i;
   EXPECT_EQ(s1->n_past(), static_cast<int64_t>(b.size()));
   EXPECT_EQ(s1->tokens(), b);
   (void)la;

@@ -195,7 +195,7 @@ void load_and_run(const std::string& preset, MkType type) {
   auto seq = (*eng)->new_sequence();
   std::vector<int32_t> prompt = ids.value();
   ASSERT_TRUE((*eng)->prefill(*seq, prompt, 0).ok());
-  const float* lg = (*eng)->logits();
+  const float* lg = seq->logits();
   double sumsq = 0;
   for (int64_t i = 0; i < p->n_vocab; ++i) {
     ASSERT_TRUE(std::isfinite(lg[i])) << "logit " << i;
@@ -203,7 +203,7 @@ void load_and_run(const std::string& preset, MkType type) {
   }
   EXPECT_GT(sumsq, 0.0);
   ASSERT_TRUE((*eng)->decode(*seq, 5).ok());
-  for (int64_t i = 0; i < p->n_vocab; ++i) ASSERT_TRUE(std::isfinite((*eng)->logits()[i]));
+  for (int64_t i = 0; i < p->n_vocab; ++i) ASSERT_TRUE(std::isfinite(seq->logits()[i]));
 }
 
 TEST(MkmodelTiny, LlamaQ8_0) { load_and_run("test-tiny", MkType::kQ8_0); }

@@ -48,10 +48,10 @@ Checked check(const std::string& model_path, const std::vector<std::vector<int32
     std::vector<float> logits(all.size() * static_cast<size_t>(nv));
     if (incremental) {
       EXPECT_TRUE(eng.prefill(*seq, prompt, 0).ok());
-      std::copy(eng.logits(), eng.logits() + nv, logits.begin() + static_cast<int64_t>(prompt.size() - 1) * nv);
+      std::copy(seq->logits(), seq->logits() + nv, logits.begin() + static_cast<int64_t>(prompt.size() - 1) * nv);
       for (size_t s = 0; s + 1 < toks.size(); ++s) {
         EXPECT_TRUE(eng.decode(*seq, toks[s]).ok());
-        std::copy(eng.logits(), eng.logits() + nv, logits.begin() + static_cast<int64_t>(prompt.size() + s) * nv);
+        std::copy(seq->logits(), seq->logits() + nv, logits.begin() + static_cast<int64_t>(prompt.size() + s) * nv);
       }
     } else {
       EXPECT_TRUE(eng.prefill(*seq, all, 0, logits.data()).ok());

@@ -49,7 +49,7 @@ Err measure(const std::string& fx, const std::string& model_name, const std::str
     if (incremental) {
       for (int64_t t = 0; t < n; ++t) {
         EXPECT_TRUE(eng.decode(*seq, p[static_cast<size_t>(t)]).ok());
-        std::copy(eng.logits(), eng.logits() + nv, got.begin() + t * nv);
+        std::copy(seq->logits(), seq->logits() + nv, got.begin() + t * nv);
       }
     } else {
       Status st = eng.prefill(*seq, p, 0, got.data());

@@ -25,7 +25,8 @@ typedef enum laya_status {
   LAYA_OUT_OF_RANGE = 5,     /* a position past the cached tokens or the context length */
   LAYA_IO = 6,               /* the OS refused to open or map a file */
   LAYA_OUT_OF_MEMORY = 7,    /* an allocation or lock was refused */
-  LAYA_INTERNAL = 8          /* a bug in laya: please report the message */
+  LAYA_INTERNAL = 8,         /* a bug in laya: please report the message */
+  LAYA_CANCELLED = 9         /* stopped on request; the sequence holds what was completed */
 } laya_status;
 
 typedef struct laya_model laya_model;
@@ -45,38 +46,47 @@ laya_status laya_model_load(const char* path, laya_model** out);
 /* Frees a model; engines created from it keep it alive until they are freed. */
 void laya_model_free(laya_model* model);
 
-/* Creates an engine: thread pool, scratch and RoPE tables sized for n_ctx
- * tokens (0: min(training context, 4096)); n_threads 0 = all cores.
- * LAYA_INVALID_ARGUMENT for a NULL model or an n_ctx above 16M. */
+/* Creates an engine: thread pool, scratch, RoPE tables sized for n_ctx
+ * tokens per sequence (0: min(training context, 4096)), and the KV block pool
+ * every sequence takes its memory from (one full context of n_ctx positions).
+ * n_threads 0 = all cores. LAYA_INVALID_ARGUMENT for a NULL model, an n_ctx
+ * above 16M or more than 512 threads; LAYA_OUT_OF_MEMORY when the pool or
+ * the threads cannot be made. */
 laya_status laya_engine_create(laya_model* model, int n_threads, int64_t n_ctx, laya_engine** out);
 void laya_engine_free(laya_engine* engine);
 int64_t laya_engine_n_vocab(const laya_engine* engine);
 int64_t laya_engine_n_ctx(const laya_engine* engine);
-/* The engine mlocks the weights, scratch and every sequence's KV cache where
- * the OS allows. "" when all of it is locked; else why not and how to allow
- * it (the locked-memory limit). The engine works either way. Valid for the
- * engine's lifetime (until the next laya_sequence_new). */
+/* The engine mlocks the weights, scratch and KV pool where the OS allows.
+ * "" when all of it is locked; else why not and how to allow it (the
+ * locked-memory limit). The engine works either way. Valid for the engine's
+ * lifetime. */
 const char* laya_engine_memory_lock_note(const laya_engine* engine);
 
-/* A new empty sequence (its own KV cache of n_ctx positions, allocated here).
- * A sequence must be freed before its engine. */
+/* A new empty sequence of up to n_ctx positions. It takes KV blocks from the
+ * engine's pool as it grows (nothing until its first token) and gives them
+ * back when cut or freed. It may be freed before or after its engine, and
+ * is used only with the engine that made it (else LAYA_INVALID_ARGUMENT). */
 laya_status laya_sequence_new(laya_engine* engine, laya_sequence** out);
 void laya_sequence_free(laya_sequence* seq);
 /* Tokens whose keys/values are cached. */
 int64_t laya_sequence_n_past(const laya_sequence* seq);
 
 /* Feeds n tokens at positions pos, pos+1, ... after cutting the cache back to
- * pos (pos <= n_past). Afterwards laya_logits() holds the last token's logits.
- * LAYA_OUT_OF_RANGE if pos > n_past or pos + n > n_ctx; LAYA_INVALID_ARGUMENT
- * for n == 0 or an id outside [0, n_vocab). Allocates nothing. */
+ * pos (pos <= n_past). Afterwards laya_sequence_logits() holds the last
+ * token's logits. LAYA_OUT_OF_RANGE if pos > n_past or pos + n > n_ctx;
+ * LAYA_INVALID_ARGUMENT for n == 0, an id outside [0, n_vocab) or a sequence
+ * of another engine; LAYA_OUT_OF_MEMORY when the KV pool has no free block
+ * (the sequence keeps the tokens before pos). Allocates nothing after the
+ * sequence's first call. */
 laya_status laya_prefill(laya_engine* engine, laya_sequence* seq, const int32_t* tokens, int64_t n, int64_t pos);
 /* One decode step: token at position n_past. Errors as laya_prefill. */
 laya_status laya_decode(laya_engine* engine, laya_sequence* seq, int32_t token);
 /* Cuts the cache back to pos (LAYA_OUT_OF_RANGE if pos > n_past). */
 laya_status laya_truncate(laya_engine* engine, laya_sequence* seq, int64_t pos);
-/* n_vocab logits of the last token of the last prefill/decode on this engine;
- * valid until the next prefill/decode. */
-const float* laya_logits(const laya_engine* engine);
+/* n_vocab logits of the last token of this sequence's last prefill/decode
+ * (NULL before the first); valid until the sequence's next prefill/decode
+ * or until it is freed. Other sequences' calls do not change them. */
+const float* laya_sequence_logits(const laya_sequence* seq);
 
 /* The tokenizer of a model (GGUF metadata, or tokenizer.json in the folder). */
 laya_status laya_tokenizer_from_model(const laya_model* model, laya_tokenizer** out);

@@ -1,17 +1,57 @@
-// The boundary between the model graph and the kernels. The forward pass
-// (model/transformer.cpp) is written only against this interface, so a CUDA
-// or Metal backend plugs in beside the CPU one. Buffers are float32 arrays in
-// the backend's memory; weights are Tensor views.
+// The boundary between the model graph and the machine. The forward pass
+// (model/transformer.cpp) and the engine are written only against this
+// interface; a backend is chosen by name through make_backend(), so a CUDA or
+// Metal backend plugs in beside the CPU one without the engine naming it.
+//
+// A backend owns its memory: weights are prepared into its own form (the CPU
+// packs them, a GPU uploads them), and activations, KV blocks and logits live
+// in Buffers it allocates. Ops take pointers into those buffers; the host
+// never reads them except through download() (or directly where
+// host_visible()). Every call returns a Status.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/dtype.h"
+#include "core/status.h"
 #include "core/tensor.h"
 
 namespace laya {
 
-// Precomputed RoPE angles: cos/sin[(pos * half) + i] for pos < n_pos.
+class Backend;
+
+// Memory owned by a backend (host memory for the CPU, device memory for a
+// GPU). Move-only; given back to its backend when destroyed, so a Buffer must
+// not outlive the backend that made it.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Backend* owner, void* data, size_t bytes) : owner_(owner), data_(data), bytes_(bytes) {}
+  ~Buffer() { reset(); }
+  Buffer(Buffer&& o) noexcept : owner_(o.owner_), data_(o.data_), bytes_(o.bytes_) { o.owner_ = nullptr; o.data_ = nullptr; o.bytes_ = 0; }
+  Buffer& operator=(Buffer&& o) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  void* data() const { return data_; }
+  template <typename T>
+  T* as() const { return static_cast<T*>(data_); }
+  size_t bytes() const { return bytes_; }
+  explicit operator bool() const { return data_ != nullptr; }
+  void reset();
+
+ private:
+  Backend* owner_ = nullptr;
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Precomputed RoPE angles in backend memory: cos/sin[(pos * half) + i] for pos < n_pos.
 struct RopeTable {
   const float* cos = nullptr;
   const float* sin = nullptr;
@@ -20,19 +60,35 @@ struct RopeTable {
   bool interleaved = false;  // pairs (2i, 2i+1) instead of (i, i + half)
 };
 
-// One sequence's cache for one layer, head-major: K and V each hold n_head_kv
-// slices of n_ctx * head_dim elements (n_ctx a multiple of 16), so a GQA
-// group's attention reads two sequential streams. Inside a slice V is
-// (position, head_dim) and K is blocked by the backend for its kernels (the
-// CPU's: 16 positions transposed, cpu/attention.h).
-struct KvLayerView {
-  void* k = nullptr;
-  void* v = nullptr;
+// Geometry of the KV block pool (kv/kv_block_pool.h). A block holds
+// block_pos consecutive positions of one sequence for every layer: per layer,
+// the K slices of the n_head_kv heads, then their V slices. Inside a slice V
+// is (position, head_dim) and K is blocked by the backend for its kernels
+// (the CPU's: 16 positions transposed, cpu/attention.h), so a GQA group's
+// attention reads two sequential streams per block.
+struct KvLayout {
+  int64_t n_layer = 0, n_head_kv = 0, head_dim = 0;
   DType type = DType::F32;  // F32, F16 or Q8_0 (int8, a float32 scale per 32 values)
-  int64_t n_head_kv = 0, head_dim = 0;
-  size_t head_bytes = 0;  // of one head's K (or V) slice (n_ctx positions)
-  uint8_t* k_head(int64_t g) const { return static_cast<uint8_t*>(k) + static_cast<size_t>(g) * head_bytes; }
-  uint8_t* v_head(int64_t g) const { return static_cast<uint8_t*>(v) + static_cast<size_t>(g) * head_bytes; }
+  int64_t block_pos = 64;   // positions per block, a multiple of 16
+
+  // Bytes of one head's K (or V) slice of n_pos positions (n_pos a multiple of 16).
+  static size_t slice_bytes(DType type, int64_t n_pos, int64_t head_dim);
+  size_t head_bytes() const { return slice_bytes(type, block_pos, head_dim); }
+  size_t layer_bytes() const { return 2 * static_cast<size_t>(n_head_kv) * head_bytes(); }
+  size_t block_bytes() const { return static_cast<size_t>(n_layer) * layer_bytes(); }
+  size_t k_offset(int64_t il, int64_t g) const { return static_cast<size_t>(il) * layer_bytes() + static_cast<size_t>(g) * head_bytes(); }
+  size_t v_offset(int64_t il, int64_t g) const { return k_offset(il, g + n_head_kv); }
+};
+
+// One layer of one sequence's cache: the pool's memory and the sequence's
+// block table (block ids in position order, host memory). Position p lives
+// in block ids[p / block_pos] at slot p % block_pos.
+struct KvLayerView {
+  const KvLayout* layout = nullptr;
+  uint8_t* pool = nullptr;         // backend memory, block i at pool + i * block_bytes
+  const int32_t* ids = nullptr;    // the sequence's blocks
+  int64_t n_blocks = 0;
+  int64_t layer = 0;
 };
 
 struct AttentionShape {
@@ -46,37 +102,111 @@ struct MatmulOut {
   float* y;
 };
 
+// What a forward pass will ask of the backend, known when the engine is
+// made, so every scratch is allocated up front and no op allocates.
+struct ForwardLimits {
+  int64_t max_cols = 0;   // longest weight row (max of n_embd, n_ff, q_dim)
+  int64_t max_ctx = 0;    // longest attention span
+  int64_t max_group = 1;  // query heads per KV head
+  int64_t max_batch = 1;  // tokens per forward pass (prefill chunk)
+};
+
+struct BackendOptions {
+  int n_threads = 0;  // CPU worker threads including the caller; 0: all online cores
+  // mlock what every decode step reads (weights, KV blocks, scratch) so no
+  // token waits for a page; where the OS refuses, run unlocked and say why
+  // in memory_lock_note().
+  bool lock_memory = true;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
 
+  // ---- memory ------------------------------------------------------------------------------
+  // `bytes` of zero-filled backend memory; `what` names it in errors and in
+  // the lock note. kOutOfMemory (naming what and how much) when refused.
+  virtual Result<Buffer> alloc(size_t bytes, const char* what) = 0;
+  // Copies between host memory and a buffer, and within backend memory.
+  virtual Status upload(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual Status download(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual Status copy(void* dst, const void* src, size_t bytes) = 0;
+  // Waits for every op issued so far (a no-op where ops are synchronous).
+  virtual Status synchronize() = 0;
+  // True when buffers are host memory that the host may read directly.
+  virtual bool host_visible() const = 0;
+
+  // Readies the weights for the ops: `matrices` are what matmul / matmul_group
+  // / matmul_swiglu will multiply, `all` every tensor the forward pass reads.
+  // The CPU repacks the matrices it has fast kernels for and locks what it
+  // reads; a GPU uploads. Ops afterwards take the same Tensor references.
+  virtual Status prepare_weights(const std::vector<const Tensor*>& matrices, const std::vector<const Tensor*>& all) = 0;
+  // Bytes of weights held in the backend's own form (packed / uploaded).
+  virtual size_t prepared_bytes() const = 0;
+  // Empty when everything asked for is locked (or locking is off); else the
+  // first refusal: what, how much, the limit, and how to raise it.
+  virtual const std::string& memory_lock_note() const = 0;
+
+  // ---- ops (pointers are backend memory unless said otherwise) ------------------------------
   // y (n_tok, rows) = x (n_tok, cols) · wᵀ, w: (rows, cols) of any supported type.
-  virtual void matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) = 0;
+  virtual Status matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) = 0;
   // Several matrices over the same input x (same cols), as one parallel job:
-  // q/k/v, gate/up. Saves a thread synchronisation per extra matrix.
-  virtual void matmul_group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) = 0;
+  // q/k/v. Saves a thread synchronisation per extra matrix.
+  virtual Status matmul_group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) = 0;
   // SwiGLU feed-forward input: out (n_tok, rows) = silu(x·w_gateᵀ) * (x·w_upᵀ),
   // fused so each thread applies the activation to the rows it computed.
   // gate_scratch (n_tok, rows) holds the gate products.
-  virtual void matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const float* x, int64_t n_tok, float* gate_scratch,
-                             float* out) = 0;
-  // out (n, cols) = rows ids[0..n) of w, dequantized.
-  virtual void get_rows(const Tensor& w, const int32_t* ids, int64_t n, float* out) = 0;
-  // out (n_rows, n) = x / rms(x) * w, per row of length n.
-  virtual void rms_norm(const float* x, const float* w, int64_t n_rows, int64_t n, float eps, float* out) = 0;
-  // y (n_rows, n) += b (n) (bias), per row.
-  virtual void add_bias(float* y, const float* b, int64_t n_rows, int64_t n) = 0;
+  virtual Status matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const float* x, int64_t n_tok, float* gate_scratch,
+                               float* out) = 0;
+  // out (n, cols) = rows ids[0..n) of w, dequantized; ids are host memory.
+  virtual Status get_rows(const Tensor& w, const int32_t* ids, int64_t n, float* out) = 0;
+  // out (n_rows, n) = x / rms(x) * w, per row of length n; w: F32 (n).
+  virtual Status rms_norm(const float* x, const Tensor& w, int64_t n_rows, int64_t n, float eps, float* out) = 0;
+  // y (n_rows, n) += b (n), per row; b: F32.
+  virtual Status add_bias(float* y, const Tensor& b, int64_t n_rows, int64_t n) = 0;
   // y += x, n elements.
-  virtual void add(float* y, const float* x, int64_t n) = 0;
+  virtual Status add(float* y, const float* x, int64_t n) = 0;
   // Rotate x (n_tok, n_heads, head_dim) in place; token t is at position pos0 + t.
-  virtual void rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, int64_t pos0, const RopeTable& rt) = 0;
-  // Write k, v (n_tok, kv_dim) into the cache rows pos0 .. pos0 + n_tok.
-  virtual void kv_store(const KvLayerView& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0) = 0;
+  virtual Status rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, int64_t pos0, const RopeTable& rt) = 0;
+  // Write k, v (n_tok, n_head_kv * head_dim) at positions pos0 .. pos0 + n_tok
+  // (their blocks are in kv.ids and writable).
+  virtual Status kv_store(const KvLayerView& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0) = 0;
   // Causal attention of q (n_tok, n_head, head_dim) at positions pos0.. over
-  // cache rows [0, pos0 + t]; out (n_tok, n_head * head_dim).
-  virtual void attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
-                         float* out) = 0;
+  // positions [0, pos0 + t]; out (n_tok, n_head * head_dim).
+  virtual Status attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
+                           float* out) = 0;
+
+ protected:
+  friend class Buffer;
+  // Gives back what alloc() returned.
+  virtual void release(void* data, size_t bytes) = 0;
 };
+
+inline Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  if (this != &o) {
+    reset();
+    owner_ = o.owner_;
+    data_ = o.data_;
+    bytes_ = o.bytes_;
+    o.owner_ = nullptr;
+    o.data_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+inline void Buffer::reset() {
+  if (owner_ && data_) owner_->release(data_, bytes_);
+  owner_ = nullptr;
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+// The one factory: "cpu" (the default). Unknown names are kInvalidArgument
+// naming the backends this build has.
+Result<std::unique_ptr<Backend>> make_backend(std::string_view name, const BackendOptions& opt, const ForwardLimits& lim);
+// "cpu" (and others compiled in), for --help and errors.
+std::vector<std::string> backend_names();
 
 }  // namespace laya

@@ -100,7 +100,7 @@ const char* laya_engine_memory_lock_note(const laya_engine* engine) {
 
 laya_status laya_sequence_new(laya_engine* engine, laya_sequence** out) {
   if (!engine || !out) return invalid("laya_sequence_new: engine and out must not be NULL");
-  return guarded("laya_sequence_new: out of memory for the KV cache (lower n_ctx?)", [&] {
+  return guarded("laya_sequence_new: out of memory", [&] {
     *out = new laya_sequence{engine->e->new_sequence()};
     return set(laya::Status::Ok());
   });
@@ -124,7 +124,7 @@ laya_status laya_truncate(laya_engine* engine, laya_sequence* seq, int64_t pos) 
   return set(engine->e->truncate(*seq->s, pos));
 }
 
-const float* laya_logits(const laya_engine* engine) { return engine ? engine->e->logits() : nullptr; }
+const float* laya_sequence_logits(const laya_sequence* seq) { return seq ? seq->s->logits() : nullptr; }
 
 laya_status laya_tokenizer_from_model(const laya_model* model, laya_tokenizer** out) {
   if (!model || !out) return invalid("laya_tokenizer_from_model: model and out must not be NULL");

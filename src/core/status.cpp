@@ -16,6 +16,7 @@ const char* status_code_name(StatusCode c) {
     case StatusCode::kIo: return "I/O error";
     case StatusCode::kOutOfMemory: return "out of memory";
     case StatusCode::kInternal: return "internal error";
+    case StatusCode::kCancelled: return "cancelled";
   }
   return "unknown";
 }

@@ -20,6 +20,7 @@ enum class StatusCode : int {
   kIo = 6,               // OS-level read/map failure
   kOutOfMemory = 7,      // allocation or mlock refused
   kInternal = 8,         // a bug in laya
+  kCancelled = 9,        // stopped on request (a cancel flag); state is consistent
 };
 
 const char* status_code_name(StatusCode c);

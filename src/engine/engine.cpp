@@ -2,12 +2,72 @@
 
 #include <algorithm>
 #include <cmath>
-#include <thread>
+#include <cstring>
 
-#include "backend/cpu/cpu_backend.h"
-#include "core/memlock.h"
+#include <xxhash.h>
 
 namespace laya {
+
+namespace {
+
+// Every matrix a matmul multiplies (what a backend may repack), the output
+// projection once when it is the tied embedding.
+std::vector<const Tensor*> weight_matrices(const ModelWeights& w) {
+  std::vector<const Tensor*> mats = {&w.output};
+  for (const auto& L : w.layers)
+    for (const Tensor* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) mats.push_back(t);
+  return mats;
+}
+
+// Every tensor the forward pass reads.
+std::vector<const Tensor*> weight_tensors(const ModelWeights& w) {
+  std::vector<const Tensor*> all = {&w.tok_embd, &w.output_norm};
+  if (w.output.data != w.tok_embd.data) all.push_back(&w.output);
+  for (const auto& L : w.layers) {
+    for (const Tensor* t : {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.bq, &L.bk, &L.bv, &L.q_norm, &L.k_norm, &L.wo,
+                            &L.ffn_norm, &L.w_gate, &L.w_up, &L.w_down})
+      if (t->present()) all.push_back(t);
+  }
+  return all;
+}
+
+// The root of every KV block's content key: what makes two blocks of the
+// same tokens interchangeable — the model (hyper-parameters, tensor names,
+// types and shapes, and a sample of each tensor's bytes: cheap, and two files
+// differing only in unsampled bytes would have to be crafted) and the KV
+// format (type, block size).
+uint64_t kv_identity(const Model& m, const KvLayout& kv) {
+  XXH64_state_t* st = XXH64_createState();
+  XXH64_reset(st, 0x6c617961);  // "laya"
+  const HParams& hp = m.hparams();
+  const int64_t dims[] = {hp.n_vocab, hp.n_embd, hp.n_layer, hp.n_head, hp.n_head_kv, hp.head_dim, hp.n_ff,
+                          static_cast<int64_t>(kv.type), kv.block_pos};
+  XXH64_update(st, dims, sizeof dims);
+  XXH64_update(st, hp.arch.data(), hp.arch.size());
+  XXH64_update(st, &hp.rms_eps, sizeof hp.rms_eps);
+  XXH64_update(st, &hp.rope_theta, sizeof hp.rope_theta);
+  XXH64_update(st, hp.rope_freq_factors.data(), hp.rope_freq_factors.size() * sizeof(float));
+  for (const Tensor& t : m.all_tensors()) {
+    XXH64_update(st, t.name.data(), t.name.size());
+    XXH64_update(st, &t.type, sizeof t.type);
+    XXH64_update(st, t.ne, sizeof t.ne);
+    const size_t n = std::min<size_t>(t.nbytes, 64);
+    if (t.data && n) {
+      XXH64_update(st, t.data, n);
+      XXH64_update(st, t.data + t.nbytes - n, n);
+    }
+  }
+  const uint64_t h = XXH64_digest(st);
+  XXH64_freeState(st);
+  return h;
+}
+
+}  // namespace
+
+Sequence::Sequence(std::shared_ptr<KvBlockPool> pool, int64_t n_ctx)
+    : pool_(std::move(pool)), n_ctx_(n_ctx), table_(*pool_, n_ctx) {
+  tokens_.reserve(static_cast<size_t>(n_ctx));
+}
 
 Engine::~Engine() = default;
 
@@ -17,7 +77,6 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
   e->opt_ = opt_in;
   const HParams& hp = e->model_->hparams();
   EngineOptions& o = e->opt_;
-  if (o.n_threads <= 0) o.n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (o.n_ctx <= 0) o.n_ctx = std::min<int64_t>(hp.n_ctx_train, 4096);
   if (o.n_ctx > (int64_t{1} << 24)) {
     return Status(StatusCode::kInvalidArgument, strformat("n_ctx = %lld is too large (max 16M)", static_cast<long long>(o.n_ctx)));
@@ -32,28 +91,42 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
     return Status(StatusCode::kUnsupported, strformat("a Q8_0 KV cache needs head_dim to be a multiple of 32, this model's "
                                                       "is %lld (use F16 or F32)", static_cast<long long>(hp.head_dim)));
   }
-  CpuBackendLimits lim;
-  lim.n_threads = o.n_threads;
+  ForwardLimits lim;
   lim.max_cols = std::max({hp.n_embd, hp.n_ff, hp.q_dim()});
   lim.max_ctx = o.n_ctx;
   lim.max_group = hp.n_head / hp.n_head_kv;
   lim.max_batch = o.n_batch;
-  e->backend_ = std::make_unique<CpuBackend>(lim);
-  if (o.pack_weights) {
-    const ModelWeights& w = e->model_->weights();
-    std::vector<const Tensor*> mats = {&w.output};
-    for (const auto& L : w.layers)
-      for (const Tensor* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) mats.push_back(t);
-    e->packed_bytes_ = e->backend_->pack(mats);
-  }
-  e->scratch_ = std::make_unique<ForwardScratch>(hp, o.n_batch);
-  e->logits_.assign(static_cast<size_t>(hp.n_vocab), 0.0f);
+  BackendOptions bo;
+  bo.n_threads = o.n_threads;
+  bo.lock_memory = o.lock_memory;
+  LAYA_ASSIGN_OR_RETURN(std::unique_ptr<Backend> be, make_backend(o.backend, bo, lim));
+  e->backend_ = std::move(be);
+  const ModelWeights& w = e->model_->weights();
+  LAYA_TRY(e->backend_->prepare_weights(o.pack_weights ? weight_matrices(w) : std::vector<const Tensor*>{},
+                                        weight_tensors(w)));
+  LAYA_ASSIGN_OR_RETURN(e->scratch_, ForwardScratch::create(*e->backend_, hp, o.n_batch));
+  LAYA_TRY(e->make_rope_table());
 
+  e->kv_layout_ = KvLayout{hp.n_layer, hp.n_head_kv, hp.head_dim, o.kv_type, o.kv_block_positions};
+  if (o.kv_block_positions <= 0 || o.kv_block_positions % 16 != 0) {
+    return Status(StatusCode::kInvalidArgument, strformat("KV block of %lld positions: must be a positive multiple of 16",
+                                                          static_cast<long long>(o.kv_block_positions)));
+  }
+  if (o.kv_budget_bytes == 0) {
+    const int64_t blocks = (o.n_ctx + o.kv_block_positions - 1) / o.kv_block_positions;
+    o.kv_budget_bytes = std::max(static_cast<size_t>(blocks) * e->kv_layout_.block_bytes(), size_t{64} << 20);
+  }
+  LAYA_ASSIGN_OR_RETURN(std::unique_ptr<KvBlockPool> pool, KvBlockPool::create(e->backend_, e->kv_layout_, o.kv_budget_bytes));
+  e->pool_ = std::move(pool);
+  e->kv_seed_ = kv_identity(*e->model_, e->kv_layout_);
+  return e;
+}
+
+Status Engine::make_rope_table() {
   // RoPE angles as Hugging Face computes them: inv_freq and pos * inv_freq in
   // float32; cos/sin of that float angle, correctly rounded.
-  const int64_t half = hp.head_dim / 2;
-  e->rope_cos_.resize(static_cast<size_t>(o.n_ctx * half));
-  e->rope_sin_.resize(static_cast<size_t>(o.n_ctx * half));
+  const HParams& hp = model_->hparams();
+  const int64_t half = hp.head_dim / 2, n_ctx = opt_.n_ctx;
   std::vector<float> inv(static_cast<size_t>(half));
   for (int64_t i = 0; i < half; ++i) {
     const float expo = static_cast<float>(2 * i) / static_cast<float>(hp.head_dim);
@@ -61,90 +134,144 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
     if (!hp.rope_freq_factors.empty()) f = f / hp.rope_freq_factors[static_cast<size_t>(i)];
     inv[static_cast<size_t>(i)] = f;
   }
-  for (int64_t p = 0; p < o.n_ctx; ++p) {
+  // cos table then sin table, one buffer.
+  std::vector<float> table(static_cast<size_t>(2 * n_ctx * half));
+  float* cs = table.data();
+  float* sn = table.data() + n_ctx * half;
+  for (int64_t p = 0; p < n_ctx; ++p) {
     for (int64_t i = 0; i < half; ++i) {
       const float ang = static_cast<float>(p) * inv[static_cast<size_t>(i)];
-      e->rope_cos_[static_cast<size_t>(p * half + i)] = static_cast<float>(std::cos(static_cast<double>(ang)));
-      e->rope_sin_[static_cast<size_t>(p * half + i)] = static_cast<float>(std::sin(static_cast<double>(ang)));
+      cs[p * half + i] = static_cast<float>(std::cos(static_cast<double>(ang)));
+      sn[p * half + i] = static_cast<float>(std::sin(static_cast<double>(ang)));
     }
   }
-  e->rope_ = RopeTable{e->rope_cos_.data(), e->rope_sin_.data(), half, o.n_ctx,
-                       hp.rope_layout == RopeLayout::kInterleaved};
-  if (o.lock_memory) e->lock_everything_read_per_token();
-  return e;
-}
-
-void Engine::lock(const void* p, size_t n, const char* what) {
-  if (!opt_.lock_memory || !lock_note_.empty()) return;  // one refusal is enough to know
-  if (Status st = lock_pages(p, n, what); !st.ok()) lock_note_ = st.message();
-}
-
-void Engine::lock_everything_read_per_token() {
-  const ModelWeights& w = model_->weights();
-  if (const auto region = backend_->packed_region(); region.second > 0) lock(region.first, region.second, "the packed weights");
-  // The rest is read from the file mapping. Packed matrices' file pages were
-  // given back; locking them would read them in again.
-  auto weight = [&](const Tensor& t) {
-    if (t.present() && !backend_->is_packed(t)) lock(t.data, t.nbytes, "the weights");
-  };
-  weight(w.tok_embd);
-  weight(w.output);
-  weight(w.output_norm);
-  for (const auto& L : w.layers) {
-    for (const Tensor* t : {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.bq, &L.bk, &L.bv, &L.q_norm, &L.k_norm, &L.wo,
-                            &L.ffn_norm, &L.w_gate, &L.w_up, &L.w_down})
-      weight(*t);
-  }
-  for (const std::vector<float>* v : scratch_->buffers()) lock(v->data(), v->size() * sizeof(float), "the forward scratch");
-  lock(logits_.data(), logits_.size() * sizeof(float), "the logits");
-  lock(rope_cos_.data(), rope_cos_.size() * sizeof(float), "the RoPE table");
-  lock(rope_sin_.data(), rope_sin_.size() * sizeof(float), "the RoPE table");
+  LAYA_ASSIGN_OR_RETURN(rope_buf_, backend_->alloc(table.size() * sizeof(float), "the RoPE table"));
+  LAYA_TRY(backend_->upload(rope_buf_.data(), table.data(), table.size() * sizeof(float)));
+  const float* dev = rope_buf_.as<const float>();
+  rope_ = RopeTable{dev, dev + n_ctx * half, half, n_ctx, hp.rope_layout == RopeLayout::kInterleaved};
+  return Status::Ok();
 }
 
 std::unique_ptr<Sequence> Engine::new_sequence() {
-  const HParams& hp = model_->hparams();
-  std::unique_ptr<Sequence> s(new Sequence(hp.n_layer, opt_.n_ctx, hp.n_head_kv, hp.head_dim, opt_.kv_type));
-  lock(s->kv_.k_data(), s->kv_.bytes() / 2, "a KV cache");
-  lock(s->kv_.v_data(), s->kv_.bytes() / 2, "a KV cache");
+  return std::unique_ptr<Sequence>(new Sequence(pool_, opt_.n_ctx));
+}
+
+Result<std::unique_ptr<Sequence>> Engine::fork(const Sequence& src, int64_t n_pos) {
+  LAYA_TRY(check_sequence(src, "fork"));
+  if (n_pos < 0 || n_pos > src.n_past()) {
+    return Status(StatusCode::kOutOfRange, strformat("fork of %lld positions: must be in [0, %lld] (tokens cached)",
+                                                     static_cast<long long>(n_pos), static_cast<long long>(src.n_past())));
+  }
+  std::lock_guard<std::mutex> lock(forward_mu_);
+  std::unique_ptr<Sequence> s(new Sequence(pool_, opt_.n_ctx));
+  s->table_.share_prefix(src.table_, n_pos);
+  s->tokens_.assign(src.tokens_.begin(), src.tokens_.begin() + n_pos);
   return s;
 }
 
+int64_t Engine::reuse_cached_prefix(Sequence& seq, std::span<const int32_t> tokens) {
+  if (seq.pool_ != pool_ || seq.n_past() > 0) return 0;
+  std::lock_guard<std::mutex> lock(forward_mu_);
+  const int64_t n = std::min<int64_t>(seq.table_.adopt_cached_prefix(kv_seed_, tokens), static_cast<int64_t>(tokens.size()));
+  seq.tokens_.assign(tokens.begin(), tokens.begin() + n);
+  return n;
+}
+
+Status Engine::check_sequence(const Sequence& seq, const char* what) const {
+  if (seq.pool_ != pool_) {
+    return Status(StatusCode::kInvalidArgument,
+                  strformat("%s: the sequence belongs to another engine (its KV blocks live in that engine's pool)", what));
+  }
+  return Status::Ok();
+}
+
+Status Engine::check_tokens(std::span<const int32_t> tokens) const {
+  const int64_t nv = n_vocab();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= nv) {
+      return Status(StatusCode::kInvalidArgument, strformat("token %lld at index %zu is out of range [0, %lld)",
+                                                            static_cast<long long>(tokens[i]), i, static_cast<long long>(nv)));
+    }
+  }
+  return Status::Ok();
+}
+
 Status Engine::truncate(Sequence& seq, int64_t pos) {
-  LAYA_TRY(seq.kv_.truncate(pos));
+  LAYA_TRY(check_sequence(seq, "truncate"));
+  if (pos < 0 || pos > seq.n_past()) {
+    return Status(StatusCode::kOutOfRange, strformat("KV cache truncate to %lld: must be in [0, %lld] (tokens cached)",
+                                                     static_cast<long long>(pos), static_cast<long long>(seq.n_past())));
+  }
+  std::lock_guard<std::mutex> lock(forward_mu_);
+  seq.table_.truncate(pos);
   seq.tokens_.resize(static_cast<size_t>(pos));
   return Status::Ok();
 }
 
-Status Engine::prefill(Sequence& seq, std::span<const int32_t> tokens, int64_t pos, float* all_logits) {
+Status Engine::forward_chunk(Sequence& seq, const int32_t* tokens, int64_t m, int64_t pos, float* out, bool all_logits) {
+  LAYA_TRY(seq.table_.prepare_write(pos, m));
+  const KvLayerView kv{&pool_->layout(), pool_->memory(), seq.table_.ids().data(), seq.table_.n_blocks(), 0};
+  LAYA_TRY(transformer_forward(*model_, *backend_, rope_, kv, scratch_, tokens, m, pos));
+  seq.tokens_.insert(seq.tokens_.end(), tokens, tokens + m);  // within the reserved n_ctx: no allocation
+  seq.table_.key_full_blocks(kv_seed_, seq.tokens_, pos);
+  if (!out) return Status::Ok();
+  if (all_logits) return transformer_logits(*model_, *backend_, scratch_, 0, m, out);
+  return transformer_logits(*model_, *backend_, scratch_, m - 1, 1, out);
+}
+
+Status Engine::prefill(Sequence& seq, std::span<const int32_t> tokens, int64_t pos, float* all_logits,
+                       const std::atomic<bool>* cancel) {
+  LAYA_TRY(check_sequence(seq, "prefill"));
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (n == 0) return Status(StatusCode::kInvalidArgument, "prefill: no tokens");
   if (pos < 0 || pos > seq.n_past()) {
     return Status(StatusCode::kOutOfRange, strformat("prefill at position %lld: must be in [0, %lld] (tokens cached)",
                                                      static_cast<long long>(pos), static_cast<long long>(seq.n_past())));
   }
-  if (pos + n > seq.n_ctx()) {
+  if (n > seq.n_ctx() - pos) {
     return Status(StatusCode::kOutOfRange, strformat("prefill of %lld tokens at position %lld exceeds the context of %lld "
                                                      "tokens (raise n_ctx)", static_cast<long long>(n),
                                                      static_cast<long long>(pos), static_cast<long long>(seq.n_ctx())));
   }
+  LAYA_TRY(check_tokens(tokens));
+  std::lock_guard<std::mutex> lock(forward_mu_);
   const int64_t nv = n_vocab();
-  for (int64_t i = 0; i < n; ++i) {
-    if (tokens[static_cast<size_t>(i)] < 0 || tokens[static_cast<size_t>(i)] >= nv) {
-      return Status(StatusCode::kInvalidArgument, strformat("token %lld at index %lld is out of range [0, %lld)",
-                                                            static_cast<long long>(tokens[static_cast<size_t>(i)]),
-                                                            static_cast<long long>(i), static_cast<long long>(nv)));
+  if (!seq.logits_) {  // the sequence's first forward
+    LAYA_ASSIGN_OR_RETURN(seq.logits_, backend_->alloc(static_cast<size_t>(nv) * sizeof(float), "a sequence's logits"));
+    if (backend_->host_visible()) {
+      seq.logits_host_ = seq.logits_.as<const float>();
+    } else {
+      seq.logits_copy_.assign(static_cast<size_t>(nv), 0.0f);
+      seq.logits_host_ = seq.logits_copy_.data();
     }
   }
-  LAYA_TRY(truncate(seq, pos));
+  // The caller's all_logits array receives the rows directly where backend
+  // memory is host memory (one matmul per chunk, as before the backend split).
+  if (all_logits && !backend_->host_visible()) {
+    return Status(StatusCode::kUnsupported, strformat("prefill: all-position logits are not available on the %s backend",
+                                                      backend_->name()));
+  }
+  seq.table_.truncate(pos);
+  seq.tokens_.resize(static_cast<size_t>(pos));
   for (int64_t off = 0; off < n; off += opt_.n_batch) {
+    if (off > 0 && cancel && cancel->load(std::memory_order_relaxed)) {
+      return Status(StatusCode::kCancelled, strformat("prefill cancelled after %lld of %lld tokens",
+                                                      static_cast<long long>(off), static_cast<long long>(n)));
+    }
     const int64_t m = std::min(opt_.n_batch, n - off);
     const bool last = off + m == n;
-    float* out = all_logits ? all_logits + off * nv : (last ? logits_.data() : nullptr);
-    transformer_forward(*model_, *backend_, rope_, seq.kv_, *scratch_, tokens.data() + off, m, pos + off, out,
-                        all_logits != nullptr);
-    seq.tokens_.insert(seq.tokens_.end(), tokens.begin() + off, tokens.begin() + off + m);
+    float* out = all_logits ? all_logits + off * nv : (last ? seq.logits_.as<float>() : nullptr);
+    if (Status st = forward_chunk(seq, tokens.data() + off, m, pos + off, out, all_logits != nullptr); !st.ok()) {
+      // The chunk's K/V may be half written: keep only what completed.
+      seq.table_.truncate(seq.n_past());
+      return st;
+    }
   }
-  if (all_logits) std::copy(all_logits + (n - 1) * nv, all_logits + n * nv, logits_.begin());
+  if (all_logits) {
+    LAYA_TRY(backend_->copy(seq.logits_.data(), all_logits + (n - 1) * nv, static_cast<size_t>(nv) * sizeof(float)));
+  } else if (!backend_->host_visible()) {
+    LAYA_TRY(backend_->download(seq.logits_copy_.data(), seq.logits_.data(), static_cast<size_t>(nv) * sizeof(float)));
+  }
   return Status::Ok();
 }
 

@@ -1,59 +1,83 @@
-// Engine: one loaded model + a backend + preallocated scratch, serving any
-// number of independent sequences (each with its own KV cache). Built for
-// interactive use: prefill at a position (cutting the cache back to it),
-// decode one step, read the logits. After create(), prefill/decode allocate
-// nothing.
+// Engine: one loaded model + a backend (chosen by name) + a KV block pool,
+// serving any number of independent sequences. Built for interactive use:
+// prefill at a position (cutting the sequence back to it), decode one step,
+// read that sequence's logits. After create(), prefill/decode allocate
+// nothing but a sequence's first logits buffer and the pool's blocks (made
+// when the pool was).
+//
+// Thread safety: forward passes are serialised (one backend workspace), so
+// prefill/decode/truncate may be called from several threads on different
+// sequences; a Sequence itself is used by one thread at a time.
 #pragma once
 
+#include <atomic>
 #include <memory>
-#include <string>
+#include <mutex>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "core/status.h"
-#include "kv/kv_cache.h"
+#include "kv/kv_block_pool.h"
 #include "model/model.h"
 #include "model/transformer.h"
 
 namespace laya {
 
-class CpuBackend;
-
 struct EngineOptions {
+  std::string backend = "cpu";  // make_backend() name
   int n_threads = 0;        // 0: all online cores
-  int64_t n_ctx = 0;        // 0: min(training context, 4096)
+  int64_t n_ctx = 0;        // positions per sequence; 0: min(training context, 4096)
   int64_t n_batch = 256;    // tokens per forward pass in a prefill
   // F32 by default: an F16 cache alone costs ~7e-4 relative logit error
   // (measured on the reference models), the whole budget of the default mode.
   // Q8_0 (int8, a float32 scale per 32 values: 28 % of F32's memory) trades
   // ~1e-2 relative logit error for memory on long contexts.
   DType kv_type = DType::F32;  // F32, F16 or Q8_0
-  // Repack Q8_0 matrices for the AVX-512 VNNI decode kernels (two-term int8
-  // activations, ~15 bits); the file pages are released. false: file layout
-  // and float32 activations everywhere.
+  // Bytes of KV memory shared by all sequences (the block pool, allocated,
+  // zero-filled and locked by create()). 0: one full context of n_ctx
+  // positions or 64 MiB, whichever is larger (several short sequences fit
+  // beside a long one; 64 MiB is ~10,000 positions of the default model).
+  size_t kv_budget_bytes = 0;
+  // Positions per KV block: a multiple of 16 (the CPU kernels' K layout). 64
+  // keeps the block table short (64 entries for 4,096 positions) while a
+  // shared prefix is still found at a fine grain.
+  int64_t kv_block_positions = 64;
+  // Let the backend repack matrices for its fast decode kernels (the CPU's
+  // AVX-512 VNNI layouts with two-term int8 activations, ~15 bits; the file
+  // pages are released). false: file layout and float32 activations everywhere.
   bool pack_weights = true;
   // mlock what every decode step reads — the weights (the packed copy, and
-  // the file pages of the rest), each sequence's KV cache, the forward
-  // scratch — so no token waits for a page. Where the OS refuses (locked-
-  // memory limit), the engine runs unlocked and memory_lock_note() says why.
+  // the file pages of the rest), the KV pool, the forward scratch — so no
+  // token waits for a page. Where the OS refuses (locked-memory limit), the
+  // engine runs unlocked and memory_lock_note() says why.
   bool lock_memory = true;
 };
 
+class Engine;
+
 class Sequence {
  public:
-  int64_t n_past() const { return kv_.n_past(); }
-  int64_t n_ctx() const { return kv_.n_ctx(); }
+  int64_t n_past() const { return static_cast<int64_t>(tokens_.size()); }
+  int64_t n_ctx() const { return n_ctx_; }
   const std::vector<int32_t>& tokens() const { return tokens_; }
+  // Logits (n_vocab, host memory) of the last token of this sequence's last
+  // prefill/decode; nullptr before the first.
+  const float* logits() const { return logits_host_; }
+  // The KV blocks this sequence holds (none before its first token).
+  const KvBlockTable& blocks() const { return table_; }
 
  private:
   friend class Engine;
-  Sequence(int64_t n_layer, int64_t n_ctx, int64_t n_head_kv, int64_t head_dim, DType t)
-      : kv_(n_layer, n_ctx, n_head_kv, head_dim, t) {
-    tokens_.reserve(static_cast<size_t>(n_ctx));
-  }
-  KvCache kv_;
-  std::vector<int32_t> tokens_;  // the tokens whose K/V are cached
+  Sequence(std::shared_ptr<KvBlockPool> pool, int64_t n_ctx);
+  std::shared_ptr<KvBlockPool> pool_;  // first: destroyed last, after the table gives its blocks back
+  int64_t n_ctx_;
+  KvBlockTable table_;
+  std::vector<int32_t> tokens_;   // the tokens whose K/V are cached
+  Buffer logits_;                 // backend memory, made by the first forward
+  std::vector<float> logits_copy_;  // host copy where backend memory is not host-visible
+  const float* logits_host_ = nullptr;
 };
 
 class Engine {
@@ -64,42 +88,53 @@ class Engine {
   const Model& model() const { return *model_; }
   const HParams& hparams() const { return model_->hparams(); }
   const EngineOptions& options() const { return opt_; }
+  const Backend& backend() const { return *backend_; }
+  const KvBlockPool& kv_pool() const { return *pool_; }
   // Empty when everything asked for is locked (or locking is off); else the
   // first refusal: what, how much, the limit, and how to raise it.
-  const std::string& memory_lock_note() const { return lock_note_; }
+  const std::string& memory_lock_note() const { return backend_->memory_lock_note(); }
   int64_t n_vocab() const { return model_->hparams().n_vocab; }
 
-  // A new, empty sequence with a KV cache of n_ctx positions (allocated here).
+  // A new, empty sequence of up to n_ctx positions. It takes KV blocks from
+  // the pool as it grows; until its first token it costs a few KB.
   std::unique_ptr<Sequence> new_sequence();
+  // A sequence holding the first n_pos tokens of `src` (n_pos <= src.n_past()),
+  // sharing its KV blocks (copied only when either writes into a shared one).
+  Result<std::unique_ptr<Sequence>> fork(const Sequence& src, int64_t n_pos);
 
-  // Feeds tokens at positions pos, pos+1, ... after cutting the cache back to
-  // pos (pos <= seq.n_past()). Afterwards logits() holds the last token's
-  // logits; with all_logits != nullptr it also receives (n, n_vocab) floats.
-  Status prefill(Sequence& seq, std::span<const int32_t> tokens, int64_t pos, float* all_logits = nullptr);
+  // Feeds tokens at positions pos, pos+1, ... after cutting the sequence back
+  // to pos (pos <= seq.n_past()). Afterwards seq.logits() holds the last
+  // token's logits; with all_logits != nullptr it also receives (n, n_vocab)
+  // floats. `cancel` (may be set from any thread) is checked between batch
+  // chunks: kCancelled, with the sequence holding the chunks done so far.
+  Status prefill(Sequence& seq, std::span<const int32_t> tokens, int64_t pos, float* all_logits = nullptr,
+                 const std::atomic<bool>* cancel = nullptr);
   // One decode step: token at position seq.n_past().
   Status decode(Sequence& seq, int32_t token);
-  // Cut the cache back to pos.
+  // Cut the sequence back to pos.
   Status truncate(Sequence& seq, int64_t pos);
-
-  // Logits (n_vocab) of the last token of the last prefill/decode.
-  const float* logits() const { return logits_.data(); }
-  // Bytes of weights repacked for the backend's fast decode path.
-  size_t packed_bytes() const { return packed_bytes_; }
+  // Resumes an empty sequence from cached blocks holding a prefix of
+  // `tokens` (left by sequences that held the same tokens). Returns the
+  // positions reused, a multiple of the block size; the caller prefills the rest.
+  int64_t reuse_cached_prefix(Sequence& seq, std::span<const int32_t> tokens);
 
  private:
   Engine() = default;
+  Status check_sequence(const Sequence& seq, const char* what) const;
+  Status check_tokens(std::span<const int32_t> tokens) const;
+  Status forward_chunk(Sequence& seq, const int32_t* tokens, int64_t m, int64_t pos, float* out, bool all_logits);
+  Status make_rope_table();
+
   std::shared_ptr<const Model> model_;
   EngineOptions opt_;
-  std::unique_ptr<CpuBackend> backend_;
-  std::unique_ptr<ForwardScratch> scratch_;
-  std::vector<float> rope_cos_, rope_sin_;
+  std::shared_ptr<Backend> backend_;  // shared with the pool: outlives every buffer
+  ForwardScratch scratch_;
+  Buffer rope_buf_;
   RopeTable rope_;
-  std::vector<float> logits_;
-  size_t packed_bytes_ = 0;
-  std::string lock_note_;
-  // Locks [p, p + n) when opt_.lock_memory; the first refusal goes to lock_note_.
-  void lock(const void* p, size_t n, const char* what);
-  void lock_everything_read_per_token();
+  KvLayout kv_layout_;
+  std::shared_ptr<KvBlockPool> pool_;
+  uint64_t kv_seed_ = 0;  // model + KV format identity: the root of every block's content key
+  std::mutex forward_mu_;
 };
 
 }  // namespace laya

@@ -4,67 +4,78 @@
 
 namespace laya {
 
-ForwardScratch::ForwardScratch(const HParams& hp, int64_t nb)
-    : n_batch(nb),
-      x(static_cast<size_t>(nb * hp.n_embd)),
-      xn(static_cast<size_t>(nb * hp.n_embd)),
-      q(static_cast<size_t>(nb * hp.q_dim())),
-      k(static_cast<size_t>(nb * hp.kv_dim())),
-      v(static_cast<size_t>(nb * hp.kv_dim())),
-      attn(static_cast<size_t>(nb * hp.q_dim())),
-      gate(static_cast<size_t>(nb * hp.n_ff)),
-      up(static_cast<size_t>(nb * hp.n_ff)),
-      tmp(static_cast<size_t>(nb * hp.n_embd)) {}
+Result<ForwardScratch> ForwardScratch::create(Backend& be, const HParams& hp, int64_t nb) {
+  ForwardScratch s;
+  s.n_batch = nb;
+  auto floats = [&](Buffer* b, int64_t per_token) -> Status {
+    LAYA_ASSIGN_OR_RETURN(*b, be.alloc(static_cast<size_t>(nb * per_token) * sizeof(float), "the forward scratch"));
+    return Status::Ok();
+  };
+  LAYA_TRY(floats(&s.x, hp.n_embd));
+  LAYA_TRY(floats(&s.xn, hp.n_embd));
+  LAYA_TRY(floats(&s.q, hp.q_dim()));
+  LAYA_TRY(floats(&s.k, hp.kv_dim()));
+  LAYA_TRY(floats(&s.v, hp.kv_dim()));
+  LAYA_TRY(floats(&s.attn, hp.q_dim()));
+  LAYA_TRY(floats(&s.gate, hp.n_ff));
+  LAYA_TRY(floats(&s.up, hp.n_ff));
+  LAYA_TRY(floats(&s.tmp, hp.n_embd));
+  return s;
+}
 
-void transformer_forward(const Model& model, Backend& be, const RopeTable& rope, KvCache& kv, ForwardScratch& s,
-                         const int32_t* tokens, int64_t n, int64_t pos0, float* logits, bool all_logits) {
+Status transformer_forward(const Model& model, Backend& be, const RopeTable& rope, const KvLayerView& kv,
+                           ForwardScratch& s, const int32_t* tokens, int64_t n, int64_t pos0) {
   const HParams& hp = model.hparams();
+  const ArchSpec& arch = model.arch();
   const ModelWeights& W = model.weights();
   const int64_t E = hp.n_embd, HD = hp.head_dim, KV = hp.kv_dim();
   const AttentionShape ash{hp.n_head, hp.n_head_kv, HD, static_cast<float>(1.0 / std::sqrt(static_cast<double>(HD)))};
-  auto f32 = [](const Tensor& t) { return reinterpret_cast<const float*>(t.data); };
+  float *x = s.x.as<float>(), *xn = s.xn.as<float>(), *q = s.q.as<float>(), *k = s.k.as<float>(), *v = s.v.as<float>();
+  float *attn = s.attn.as<float>(), *gate = s.gate.as<float>(), *up = s.up.as<float>(), *tmp = s.tmp.as<float>();
 
-  // (n, E) token embeddings
-  be.get_rows(W.tok_embd, tokens, n, s.x.data());
+  LAYA_TRY(be.get_rows(W.tok_embd, tokens, n, x));  // (n, E) token embeddings
 
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const LayerWeights& L = W.layers[static_cast<size_t>(il)];
     // --- attention block ---
-    be.rms_norm(s.x.data(), f32(L.attn_norm), n, E, hp.rms_eps, s.xn.data());
-    const MatmulOut qkv[3] = {{&L.wq, s.q.data()},   // (n, n_head * HD)
-                              {&L.wk, s.k.data()},   // (n, KV)
-                              {&L.wv, s.v.data()}};  // (n, KV)
-    be.matmul_group(qkv, 3, s.xn.data(), n);
-    if (L.bq.present()) {
-      be.add_bias(s.q.data(), f32(L.bq), n, hp.q_dim());
-      be.add_bias(s.k.data(), f32(L.bk), n, KV);
-      be.add_bias(s.v.data(), f32(L.bv), n, KV);
+    LAYA_TRY(be.rms_norm(x, L.attn_norm, n, E, hp.rms_eps, xn));
+    const MatmulOut qkv[3] = {{&L.wq, q},   // (n, n_head * HD)
+                              {&L.wk, k},   // (n, KV)
+                              {&L.wv, v}};  // (n, KV)
+    LAYA_TRY(be.matmul_group(qkv, 3, xn, n));
+    if (arch.qkv_bias) {  // qwen2
+      LAYA_TRY(be.add_bias(q, L.bq, n, hp.q_dim()));
+      LAYA_TRY(be.add_bias(k, L.bk, n, KV));
+      LAYA_TRY(be.add_bias(v, L.bv, n, KV));
     }
-    if (L.q_norm.present()) {  // qwen3: RMSNorm over each head
-      be.rms_norm(s.q.data(), f32(L.q_norm), n * hp.n_head, HD, hp.rms_eps, s.q.data());
-      be.rms_norm(s.k.data(), f32(L.k_norm), n * hp.n_head_kv, HD, hp.rms_eps, s.k.data());
+    if (arch.qk_norm) {  // qwen3: RMSNorm over each head
+      LAYA_TRY(be.rms_norm(q, L.q_norm, n * hp.n_head, HD, hp.rms_eps, q));
+      LAYA_TRY(be.rms_norm(k, L.k_norm, n * hp.n_head_kv, HD, hp.rms_eps, k));
     }
-    be.rope(s.q.data(), n, hp.n_head, HD, pos0, rope);
-    be.rope(s.k.data(), n, hp.n_head_kv, HD, pos0, rope);
-    const KvLayerView kvl = kv.layer(il);
-    be.kv_store(kvl, s.k.data(), s.v.data(), n, pos0);
-    be.attention(kvl, s.q.data(), n, pos0, ash, s.attn.data());  // (n, n_head * HD)
-    be.matmul(L.wo, s.attn.data(), n, s.tmp.data());              // (n, E)
-    be.add(s.x.data(), s.tmp.data(), n * E);
+    LAYA_TRY(be.rope(q, n, hp.n_head, HD, pos0, rope));
+    LAYA_TRY(be.rope(k, n, hp.n_head_kv, HD, pos0, rope));
+    KvLayerView kvl = kv;
+    kvl.layer = il;
+    LAYA_TRY(be.kv_store(kvl, k, v, n, pos0));
+    LAYA_TRY(be.attention(kvl, q, n, pos0, ash, attn));  // (n, n_head * HD)
+    LAYA_TRY(be.matmul(L.wo, attn, n, tmp));               // (n, E)
+    LAYA_TRY(be.add(x, tmp, n * E));
     // --- feed-forward block (SwiGLU) ---
-    be.rms_norm(s.x.data(), f32(L.ffn_norm), n, E, hp.rms_eps, s.xn.data());
-    // (n, n_ff) = silu(xn · gateᵀ) * (xn · upᵀ)
-    be.matmul_swiglu(L.w_gate, L.w_up, s.xn.data(), n, s.gate.data(), s.up.data());
-    be.matmul(L.w_down, s.up.data(), n, s.tmp.data());  // (n, E)
-    be.add(s.x.data(), s.tmp.data(), n * E);
+    LAYA_TRY(be.rms_norm(x, L.ffn_norm, n, E, hp.rms_eps, xn));
+    LAYA_TRY(be.matmul_swiglu(L.w_gate, L.w_up, xn, n, gate, up));  // (n, n_ff) = silu(xn · gateᵀ) * (xn · upᵀ)
+    LAYA_TRY(be.matmul(L.w_down, up, n, tmp));                      // (n, E)
+    LAYA_TRY(be.add(x, tmp, n * E));
   }
-  kv.set_n_past(pos0 + n);
-  if (!logits) return;
-  // Final norm + output projection, for every token or only the last.
-  const int64_t first = all_logits ? 0 : n - 1;
-  const int64_t m = n - first;
-  be.rms_norm(s.x.data() + first * E, f32(W.output_norm), m, E, hp.rms_eps, s.xn.data());
-  be.matmul(W.output, s.xn.data(), m, logits);  // (m, n_vocab)
+  return Status::Ok();
+}
+
+Status transformer_logits(const Model& model, Backend& be, ForwardScratch& s, int64_t first, int64_t m, float* logits) {
+  const HParams& hp = model.hparams();
+  const ModelWeights& W = model.weights();
+  const int64_t E = hp.n_embd;
+  // Final norm + output projection of the rows asked for.
+  LAYA_TRY(be.rms_norm(s.x.as<float>() + first * E, W.output_norm, m, E, hp.rms_eps, s.xn.as<float>()));
+  return be.matmul(W.output, s.xn.as<float>(), m, logits);  // (m, n_vocab)
 }
 
 }  // namespace laya

@@ -85,10 +85,17 @@ void EngineFlags::add_to(CLI::App& app, bool with_kv) {
   kv_offered = with_kv;
   if (with_kv) app.add_option("--kv", kv, "KV cache type: f32, f16 or q8_0")->check(CLI::IsMember({"f32", "f16", "q8_0"}));
   app.add_flag("--no-mlock", no_mlock, "do not lock the weights and caches in RAM");
+  std::string names;
+  for (const auto& n : backend_names()) names += (names.empty() ? "" : ", ") + n;
+  app.add_option("--backend", backend, "compute backend (" + names + ")")->check(CLI::IsMember(backend_names()));
+  app.add_option("--kv-budget", kv_budget_mb, "MB of KV memory shared by all sequences (default: one full context, at least 64 MiB)")
+      ->check(CLI::Range(1.0, 1.0e8));
 }
 
 void EngineFlags::apply(EngineOptions* eo) const {
   eo->lock_memory = !no_mlock;
+  eo->backend = backend;
+  if (kv_budget_mb > 0) eo->kv_budget_bytes = static_cast<size_t>(kv_budget_mb * 1e6);
   if (kv_offered) eo->kv_type = kv == "f16" ? DType::F16 : kv == "q8_0" ? DType::Q8_0 : DType::F32;
 }
 

@@ -20,10 +20,12 @@ namespace laya::cli {
 // --kv f32|f16|q8_0 where the command offers a choice of cache.
 struct EngineFlags {
   std::string kv = "f32";
+  std::string backend = "cpu";
+  double kv_budget_mb = 0;  // 0: the engine's default
   bool no_mlock = false;
   bool kv_offered = false;
   void add_to(CLI::App& app, bool with_kv);
-  void apply(EngineOptions* eo) const;  // lock_memory, and kv_type when --kv is offered
+  void apply(EngineOptions* eo) const;  // backend, lock_memory, KV budget, and kv_type when --kv is offered
 };
 
 // The model used when -m is not given (shipped default, else empty).

@@ -114,7 +114,7 @@ int cmd_bench(int argc, char** argv) {
     for (int i = 0; i < warmup + n_gen; ++i) {
       auto t0 = clock::now();
       if (Status st = eng.decode(*seq, tok); !st.ok()) return report_error("bench", st);
-      tok = static_cast<int32_t>(std::max_element(eng.logits(), eng.logits() + nv) - eng.logits());
+      tok = static_cast<int32_t>(std::max_element(seq->logits(), seq->logits() + nv) - seq->logits());
       const double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
       if (i >= warmup) step_ms.push_back(ms);
       if (same_position) {

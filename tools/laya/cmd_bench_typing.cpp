@@ -168,7 +168,7 @@ class Typist {
     std::string text;
     const int64_t n_vocab = eng_.n_vocab();
     for (int i = 0; i < max_tokens_; ++i) {
-      const float* lg = eng_.logits();
+      const float* lg = seq_->logits();
       int32_t best = -1;
       for (int64_t v = 0; v < n_vocab; ++v) {
         if (banned_[v]) continue;

@@ -102,7 +102,7 @@ int cmd_complete(int argc, char** argv) {
   std::vector<float> logits(static_cast<size_t>(eng.n_vocab()));
   int generated = 0;
   for (int i = 0; i < n_predict; ++i) {
-    std::copy(eng.logits(), eng.logits() + eng.n_vocab(), logits.begin());
+    std::copy(seq->logits(), seq->logits() + eng.n_vocab(), logits.begin());
     for (int32_t id : banned) logits[static_cast<size_t>(id)] = -INFINITY;
     // An empty continuation is no suggestion: the first token is never the end.
     if (i == 0)

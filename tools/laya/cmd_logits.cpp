@@ -45,13 +45,13 @@ int cmd_logits(int argc, char** argv) {
     for (int64_t i = 0; i < n; ++i) {
       Status st = eng.prefill(*seq, std::span<const int32_t>(ids->data() + i, 1), i);
       if (!st.ok()) return report_error("logits", st);
-      if (all) std::copy(eng.logits(), eng.logits() + nv, out.begin() + i * nv);
+      if (all) std::copy(seq->logits(), seq->logits() + nv, out.begin() + i * nv);
     }
-    if (!all) std::copy(eng.logits(), eng.logits() + nv, out.begin());
+    if (!all) std::copy(seq->logits(), seq->logits() + nv, out.begin());
   } else {
     Status st = eng.prefill(*seq, *ids, 0, all ? out.data() : nullptr);
     if (!st.ok()) return report_error("logits", st);
-    if (!all) std::copy(eng.logits(), eng.logits() + nv, out.begin());
+    if (!all) std::copy(seq->logits(), seq->logits() + nv, out.begin());
   }
   std::vector<int64_t> shape = all ? std::vector<int64_t>{n, nv} : std::vector<int64_t>{nv};
   Status st = write_npy_f32(out_path, out.data(), shape);

@@ -44,13 +44,15 @@ void attend_group_ref(const float* q, int group, int64_t hd, int64_t n_kv, float
   }
 }
 
-// The float32 / fp16 layouts: K blocked, V rows.
+// The float32 / fp16 layouts: K blocked, V rows, in blocks of kv.block_pos positions.
 template <typename T>
-void attend_group_ref(const float* q, int group, int64_t hd, const T* k, const T* v, int64_t n_kv, float scale,
+void attend_group_ref(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
                       float* scores, float* out) {
+  const int64_t bp = kv.block_pos;
   attend_group_ref(
-      q, group, hd, n_kv, scale, scores, out, [&](int64_t j, int64_t i) { return widen(k[k_index(j, i, hd)]); },
-      [&](int64_t j, int64_t i) { return widen(v[j * hd + i]); });
+      q, group, hd, n_kv, scale, scores, out,
+      [&](int64_t j, int64_t i) { return widen(reinterpret_cast<const T*>(kv.k(j / bp))[k_index(j % bp, i, hd)]); },
+      [&](int64_t j, int64_t i) { return widen(reinterpret_cast<const T*>(kv.v(j / bp))[(j % bp) * hd + i]); });
 }
 
 // Element (position j, dim i) of a Q8_0 K slice / V slice, dequantized.
@@ -83,16 +85,22 @@ bool simd_shape(int group, int64_t hd) {
 
 }  // namespace
 
-void attend_group_scalar(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t n_kv, float scale,
+void attend_group_scalar(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
                          float* scores, float* out) {
-  attend_group_ref(q, group, hd, k, v, n_kv, scale, scores, out);
+  attend_group_ref<float>(q, group, hd, kv, n_kv, scale, scores, out);
 }
 
-void attend_group_q8_scalar(const float* q, int group, int64_t hd, const uint8_t* k, const uint8_t* v, int64_t n_kv,
-                            float scale, float* scores, float* out) {
+void attend_group_f16_scalar(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
+                             float* scores, float* out) {
+  attend_group_ref<uint16_t>(q, group, hd, kv, n_kv, scale, scores, out);
+}
+
+void attend_group_q8_scalar(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
+                            float* scores, float* out) {
+  const int64_t bp = kv.block_pos;
   attend_group_ref(
-      q, group, hd, n_kv, scale, scores, out, [&](int64_t j, int64_t i) { return q8_k_at(k, j, i, hd); },
-      [&](int64_t j, int64_t i) { return q8_v_at(v, j, i, hd); });
+      q, group, hd, n_kv, scale, scores, out, [&](int64_t j, int64_t i) { return q8_k_at(kv.k(j / bp), j % bp, i, hd); },
+      [&](int64_t j, int64_t i) { return q8_v_at(kv.v(j / bp), j % bp, i, hd); });
 }
 
 void q8_store_k(uint8_t* k_slice, int64_t p, const float* x, int64_t hd) {
@@ -116,37 +124,28 @@ void q8_store_v(uint8_t* v_slice, int64_t p, const float* x, int64_t hd) {
   }
 }
 
-void attend_group_f16_scalar(const float* q, int group, int64_t hd, const uint16_t* k, const uint16_t* v, int64_t n_kv,
-                             float scale, float* scores, float* out) {
-  attend_group_ref(q, group, hd, k, v, n_kv, scale, scores, out);
+AttendGroupFn attend_group_scalar_for(DType type) {
+  switch (type) {
+    case DType::F16: return attend_group_f16_scalar;
+    case DType::Q8_0: return attend_group_q8_scalar;
+    default: return attend_group_scalar;
+  }
 }
 
-AttendGroupFn attend_group_for(int group, int64_t hd) {
+AttendGroupFn attend_group_for(DType type, int group, int64_t hd) {
 #if defined(LAYA_HAVE_X86)
-  if (active_isa() == Isa::kAvx512 && simd_shape(group, hd)) return attend_group_avx512;
+  if (active_isa() == Isa::kAvx512 && simd_shape(group, hd)) {
+    switch (type) {
+      case DType::F16: return attend_group_f16_avx512;
+      case DType::Q8_0: if (hd % 32 == 0) return attend_group_q8_avx512; break;
+      default: return attend_group_avx512;
+    }
+  }
 #endif
   (void)simd_shape;
   (void)group;
   (void)hd;
-  return attend_group_scalar;
-}
-
-AttendGroupQ8Fn attend_group_q8_for(int group, int64_t hd) {
-#if defined(LAYA_HAVE_X86)
-  if (active_isa() == Isa::kAvx512 && simd_shape(group, hd) && hd % 32 == 0) return attend_group_q8_avx512;
-#endif
-  (void)group;
-  (void)hd;
-  return attend_group_q8_scalar;
-}
-
-AttendGroupF16Fn attend_group_f16_for(int group, int64_t hd) {
-#if defined(LAYA_HAVE_X86)
-  if (active_isa() == Isa::kAvx512 && simd_shape(group, hd)) return attend_group_f16_avx512;
-#endif
-  (void)group;
-  (void)hd;
-  return attend_group_f16_scalar;
+  return attend_group_scalar_for(type);
 }
 
 }  // namespace laya::cpu

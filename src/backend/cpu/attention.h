@@ -2,7 +2,7 @@
 // query heads that share one KV head (GQA group): K/V rows are read once for
 // the whole group. The scalar versions are the reference for the SIMD ones.
 //
-// Layout of one KV head (see KvLayerView): K in blocks of kKvBlock positions,
+// Layout of one KV head in a block (see KvLayout): K in blocks of kKvBlock positions,
 // each block (head_dim, kKvBlock) — element (position p, dim i) at
 // k_index(p, i, hd) — so 16 positions' scores are the 16 lanes of one vector,
 // without horizontal sums; V as (position, head_dim) rows.
@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace laya::cpu {
 
 constexpr int64_t kKvBlock = 16;
@@ -28,38 +30,53 @@ constexpr size_t q8_v_row_bytes(int64_t hd) { return static_cast<size_t>(hd + hd
 void q8_store_k(uint8_t* k_slice, int64_t p, const float* x, int64_t hd);
 void q8_store_v(uint8_t* v_slice, int64_t p, const float* x, int64_t hd);
 
-// q: (group, hd) query heads; k: this KV head's blocks; v: its n_kv rows of
-// hd; scores: scratch of group * scores_stride(n_kv) floats; out: (group, hd).
-using AttendGroupFn = void (*)(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t n_kv,
-                               float scale, float* scores, float* out);
-// The same over an fp16 cache (values widened exactly, arithmetic in float32).
-using AttendGroupF16Fn = void (*)(const float* q, int group, int64_t hd, const uint16_t* k, const uint16_t* v,
-                                  int64_t n_kv, float scale, float* scores, float* out);
+// One KV head of one layer, spread over the pool's blocks: block b of the
+// sequence holds positions [b * block_pos, (b + 1) * block_pos), its K slice
+// at k(b) (blocked as above) and its V rows at v(b). Walking the blocks keeps
+// every kernel's arithmetic and order the same as over one contiguous slice.
+struct KvHeadBlocks {
+  const uint8_t* k_base = nullptr;  // K of block id 0 for this (layer, head)
+  const uint8_t* v_base = nullptr;
+  const int32_t* ids = nullptr;     // the sequence's block table
+  size_t block_bytes = 0;           // distance between consecutive block ids
+  int64_t block_pos = 0;            // positions per block, a multiple of kKvBlock
 
-// The same over a Q8_0 cache (layout above).
-using AttendGroupQ8Fn = void (*)(const float* q, int group, int64_t hd, const uint8_t* k, const uint8_t* v,
-                                 int64_t n_kv, float scale, float* scores, float* out);
+  const uint8_t* k(int64_t b) const { return k_base + static_cast<size_t>(ids[b]) * block_bytes; }
+  const uint8_t* v(int64_t b) const { return v_base + static_cast<size_t>(ids[b]) * block_bytes; }
+  // One contiguous K slice and V rows as a single block (tests, benchmarks).
+  static KvHeadBlocks contiguous(const void* k, const void* v) {
+    static const int32_t kZero = 0;
+    return {static_cast<const uint8_t*>(k), static_cast<const uint8_t*>(v), &kZero, 0, int64_t{1} << 40};
+  }
+};
 
-void attend_group_scalar(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t n_kv, float scale,
+// q: (group, hd) query heads; kv: this KV head's blocks, of the cache type the
+// function is for (float32, fp16 or Q8_0); scores: scratch of
+// group * scores_stride(n_kv) floats; out: (group, hd).
+using AttendGroupFn = void (*)(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
+                               float* scores, float* out);
+
+// Scalar references, one per cache type (fp16 values are widened exactly,
+// arithmetic in float32).
+void attend_group_scalar(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
                          float* scores, float* out);
-void attend_group_q8_scalar(const float* q, int group, int64_t hd, const uint8_t* k, const uint8_t* v, int64_t n_kv,
-                            float scale, float* scores, float* out);
-void attend_group_f16_scalar(const float* q, int group, int64_t hd, const uint16_t* k, const uint16_t* v, int64_t n_kv,
-                             float scale, float* scores, float* out);
+void attend_group_f16_scalar(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
+                             float* scores, float* out);
+void attend_group_q8_scalar(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
+                            float* scores, float* out);
 #if defined(LAYA_HAVE_X86)
-// hd in {16, 32, 64, 128, 256}, group <= 8.
-void attend_group_avx512(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t n_kv, float scale,
+// hd in {16, 32, 64, 128, 256} (Q8_0: {32, 64, 128, 256}), group <= 8.
+void attend_group_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
                          float* scores, float* out);
-void attend_group_f16_avx512(const float* q, int group, int64_t hd, const uint16_t* k, const uint16_t* v, int64_t n_kv,
-                             float scale, float* scores, float* out);
-// hd in {32, 64, 128, 256}, group <= 8.
-void attend_group_q8_avx512(const float* q, int group, int64_t hd, const uint8_t* k, const uint8_t* v, int64_t n_kv,
-                            float scale, float* scores, float* out);
+void attend_group_f16_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
+                             float* scores, float* out);
+void attend_group_q8_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
+                            float* scores, float* out);
 #endif
 
-// The fastest for this CPU and shape, or the scalar one.
-AttendGroupFn attend_group_for(int group, int64_t hd);
-AttendGroupF16Fn attend_group_f16_for(int group, int64_t hd);
-AttendGroupQ8Fn attend_group_q8_for(int group, int64_t hd);
+// The fastest for this CPU, cache type (F32, F16, Q8_0) and shape, or the scalar one.
+AttendGroupFn attend_group_for(DType type, int group, int64_t hd);
+// The scalar reference for a cache type.
+AttendGroupFn attend_group_scalar_for(DType type);
 
 }  // namespace laya::cpu

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <system_error>
+#include <thread>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
 #include "core/fp16.h"
+#include "core/memlock.h"
 
 namespace laya {
 
@@ -29,7 +32,24 @@ inline void split(int64_t n, int ti, int nt, int64_t grain, int64_t* b, int64_t*
 
 }  // namespace
 
-CpuBackend::CpuBackend(const CpuBackendLimits& lim) : lim_(lim), pool_(lim.n_threads) {
+Result<std::unique_ptr<Backend>> CpuBackend::create(const BackendOptions& opt, const ForwardLimits& lim) {
+  int n = opt.n_threads;
+  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (n > kMaxThreads) {
+    return Status(StatusCode::kInvalidArgument, strformat("%d threads: at most %d (this machine has %u cores)", n, kMaxThreads,
+                                                          std::thread::hardware_concurrency()));
+  }
+  try {
+    return std::unique_ptr<Backend>(new CpuBackend(opt, lim, n));
+  } catch (const std::system_error& e) {
+    return Status(StatusCode::kOutOfMemory, strformat("cannot start %d threads: %s", n, e.what()));
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory, "cpu backend: out of memory for its scratch");
+  }
+}
+
+CpuBackend::CpuBackend(const BackendOptions& opt, const ForwardLimits& lim, int n_threads)
+    : opt_(opt), lim_(lim), pool_(n_threads) {
   counters_ = std::make_unique<RowCounter[]>(static_cast<size_t>(pool_.size()));
   scratch_.resize(static_cast<size_t>(pool_.size()));
   for (auto& s : scratch_) {
@@ -103,6 +123,60 @@ size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices) {
   for (size_t i = 0; i < todo.size(); ++i)
     packed_.emplace(todo[i]->data, PackedEntry{mats[i], cpu::packed_matvec_for(mats[i].type)});
   return total;
+}
+
+Status CpuBackend::prepare_weights(const std::vector<const Tensor*>& matrices, const std::vector<const Tensor*>& all) {
+  try {
+    packed_bytes_ += pack(matrices);
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory, "cpu backend: out of memory while packing the weights");
+  }
+  if (packed_buf_) lock(packed_buf_, packed_alloc_, "the packed weights");
+  // The rest is read from the file mapping. Packed matrices' file pages were
+  // given back; locking them would read them in again.
+  for (const Tensor* t : all)
+    if (t->present() && !packed(*t)) lock(t->data, t->nbytes, "the weights");
+  return Status::Ok();
+}
+
+void CpuBackend::lock(const void* p, size_t n, const char* what) {
+  if (!opt_.lock_memory || !lock_note_.empty()) return;  // one refusal is enough to know
+  if (Status st = lock_pages(p, n, what); !st.ok()) lock_note_ = st.message();
+}
+
+Result<Buffer> CpuBackend::alloc(size_t bytes, const char* what) {
+  // 64-byte aligned for the vector kernels; 2 MiB-aligned when large, so the
+  // kernel can back it with huge pages (fewer TLB misses on streamed KV).
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t align = bytes >= kHuge ? kHuge : 64;
+  const size_t n = std::max<size_t>((bytes + align - 1) / align * align, align);
+  if (n < bytes) return Status(StatusCode::kOutOfMemory, strformat("%s: %zu bytes cannot be allocated", what, bytes));
+  void* p = std::aligned_alloc(align, n);
+  if (!p) {
+    return Status(StatusCode::kOutOfMemory, strformat("%s: cannot allocate %.1f MB of host memory", what,
+                                                      static_cast<double>(bytes) / 1e6));
+  }
+  if (align == kHuge) madvise(p, n, MADV_HUGEPAGE);
+  std::memset(p, 0, n);  // touch the pages now, not during the first keystroke
+  lock(p, n, what);
+  return Buffer(this, p, n);
+}
+
+void CpuBackend::release(void* data, size_t) { std::free(data); }
+
+Status CpuBackend::upload(void* dst, const void* host_src, size_t bytes) {
+  std::memcpy(dst, host_src, bytes);
+  return Status::Ok();
+}
+
+Status CpuBackend::download(void* host_dst, const void* src, size_t bytes) {
+  std::memcpy(host_dst, src, bytes);
+  return Status::Ok();
+}
+
+Status CpuBackend::copy(void* dst, const void* src, size_t bytes) {
+  std::memmove(dst, src, bytes);
+  return Status::Ok();
 }
 
 const char* CpuBackend::name() const { return "cpu"; }
@@ -230,15 +304,15 @@ void CpuBackend::reset_row_counters(int64_t n) {
   // ThreadPool::run publishes these with its release of the job.
 }
 
-void CpuBackend::matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) {
+Status CpuBackend::matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) {
   const MatmulOut o{&w, y};
-  matmul_group(&o, 1, x, n_tok);
+  return matmul_group(&o, 1, x, n_tok);
 }
 
-void CpuBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) {
+Status CpuBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) {
   if (n_outs > kMaxGroup) {  // not reached from the forward pass (3 at most)
-    for (int i = 0; i < n_outs; i += kMaxGroup) matmul_group(outs + i, std::min(kMaxGroup, n_outs - i), x, n_tok);
-    return;
+    for (int i = 0; i < n_outs; i += kMaxGroup) LAYA_TRY(matmul_group(outs + i, std::min(kMaxGroup, n_outs - i), x, n_tok));
+    return Status::Ok();
   }
   // The matrices' rows are laid end to end and split evenly across threads,
   // in tiles so a thread's share of each matrix stays contiguous.
@@ -261,10 +335,11 @@ void CpuBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* x,
     }
   };
   run_rows(total, n_tok, rows_of_group);
+  return Status::Ok();
 }
 
-void CpuBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const float* x, int64_t n_tok,
-                               float* gate_scratch, float* out) {
+Status CpuBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const float* x, int64_t n_tok,
+                                 float* gate_scratch, float* out) {
   const int64_t rows = w_gate.rows();
   const PackedEntry* pes[2] = {packed(w_gate), packed(w_up)};
   const PackedEntry *pe_gate = pes[0], *pe_up = pes[1];
@@ -279,15 +354,18 @@ void CpuBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const f
     }
   };
   run_rows(rows, n_tok, rows_of_ffn);
+  return Status::Ok();
 }
 
-void CpuBackend::get_rows(const Tensor& w, const int32_t* ids, int64_t n, float* out) {
+Status CpuBackend::get_rows(const Tensor& w, const int32_t* ids, int64_t n, float* out) {
   const int64_t cols = w.cols();
   const cpu::DequantizeRowFn deq = cpu::kernels().dequantize_row[static_cast<uint32_t>(w.type)];
   for (int64_t i = 0; i < n; ++i) deq(w.row(ids[i]), out + i * cols, cols);
+  return Status::Ok();
 }
 
-void CpuBackend::rms_norm(const float* x, const float* w, int64_t n_rows, int64_t n, float eps, float* out) {
+Status CpuBackend::rms_norm(const float* x, const Tensor& wt, int64_t n_rows, int64_t n, float eps, float* out) {
+  const float* w = reinterpret_cast<const float*>(wt.data);
   for (int64_t r = 0; r < n_rows; ++r) {
     const float* xr = x + r * n;
     float* o = out + r * n;
@@ -296,18 +374,22 @@ void CpuBackend::rms_norm(const float* x, const float* w, int64_t n_rows, int64_
     const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
     for (int64_t i = 0; i < n; ++i) o[i] = w[i] * (xr[i] * inv);
   }
+  return Status::Ok();
 }
 
-void CpuBackend::add_bias(float* y, const float* b, int64_t n_rows, int64_t n) {
+Status CpuBackend::add_bias(float* y, const Tensor& bt, int64_t n_rows, int64_t n) {
+  const float* b = reinterpret_cast<const float*>(bt.data);
   for (int64_t r = 0; r < n_rows; ++r)
     for (int64_t i = 0; i < n; ++i) y[r * n + i] += b[i];
+  return Status::Ok();
 }
 
-void CpuBackend::add(float* y, const float* x, int64_t n) {
+Status CpuBackend::add(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+  return Status::Ok();
 }
 
-void CpuBackend::rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, int64_t pos0, const RopeTable& rt) {
+Status CpuBackend::rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, int64_t pos0, const RopeTable& rt) {
   const int64_t half = head_dim / 2;
   for (int64_t t = 0; t < n_tok; ++t) {
     const float* c = rt.cos + (pos0 + t) * rt.half;
@@ -329,44 +411,59 @@ void CpuBackend::rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim
       }
     }
   }
+  return Status::Ok();
 }
 
-void CpuBackend::kv_store(const KvLayerView& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0) {
-  // k, v: (n_tok, n_head_kv * hd) rows → each head's slice: V rows as they
-  // are, K into its 16-position blocks (cpu/attention.h).
-  const int64_t hd = kv.head_dim, kvd = kv.n_head_kv * hd;
+namespace {
+
+// This (layer, head)'s K / V across the sequence's blocks.
+cpu::KvHeadBlocks head_blocks(const KvLayerView& kv, int64_t g) {
+  const KvLayout& L = *kv.layout;
+  return cpu::KvHeadBlocks{kv.pool + L.k_offset(kv.layer, g), kv.pool + L.v_offset(kv.layer, g), kv.ids, L.block_bytes(),
+                           L.block_pos};
+}
+
+}  // namespace
+
+Status CpuBackend::kv_store(const KvLayerView& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0) {
+  // k, v: (n_tok, n_head_kv * hd) rows → each head's slice in the position's
+  // block: V rows as they are, K into its 16-position blocks (cpu/attention.h).
+  const KvLayout& L = *kv.layout;
+  const int64_t hd = L.head_dim, kvd = L.n_head_kv * hd, bp = L.block_pos;
   for (int64_t t = 0; t < n_tok; ++t) {
-    const int64_t p = pos0 + t;
-    for (int64_t g = 0; g < kv.n_head_kv; ++g) {
+    const int64_t p = pos0 + t, slot = p % bp;
+    for (int64_t g = 0; g < L.n_head_kv; ++g) {
+      const cpu::KvHeadBlocks hb = head_blocks(kv, g);
+      uint8_t* kb = const_cast<uint8_t*>(hb.k(p / bp));
+      uint8_t* vb = const_cast<uint8_t*>(hb.v(p / bp));
       const float* ks = k + t * kvd + g * hd;
       const float* vs = v + t * kvd + g * hd;
-      if (kv.type == DType::Q8_0) {
-        cpu::q8_store_k(kv.k_head(g), p, ks, hd);
-        cpu::q8_store_v(kv.v_head(g), p, vs, hd);
-      } else if (kv.type == DType::F16) {
-        uint16_t* kd = reinterpret_cast<uint16_t*>(kv.k_head(g));
-        uint16_t* vd = reinterpret_cast<uint16_t*>(kv.v_head(g)) + p * hd;
+      if (L.type == DType::Q8_0) {
+        cpu::q8_store_k(kb, slot, ks, hd);
+        cpu::q8_store_v(vb, slot, vs, hd);
+      } else if (L.type == DType::F16) {
+        uint16_t* kd = reinterpret_cast<uint16_t*>(kb);
+        uint16_t* vd = reinterpret_cast<uint16_t*>(vb) + slot * hd;
         for (int64_t i = 0; i < hd; ++i) {
-          kd[cpu::k_index(p, i, hd)] = f32_to_fp16(ks[i]);
+          kd[cpu::k_index(slot, i, hd)] = f32_to_fp16(ks[i]);
           vd[i] = f32_to_fp16(vs[i]);
         }
       } else {
-        float* kd = reinterpret_cast<float*>(kv.k_head(g));
-        for (int64_t i = 0; i < hd; ++i) kd[cpu::k_index(p, i, hd)] = ks[i];
-        std::memcpy(reinterpret_cast<float*>(kv.v_head(g)) + p * hd, vs, static_cast<size_t>(hd) * 4);
+        float* kd = reinterpret_cast<float*>(kb);
+        for (int64_t i = 0; i < hd; ++i) kd[cpu::k_index(slot, i, hd)] = ks[i];
+        std::memcpy(reinterpret_cast<float*>(vb) + slot * hd, vs, static_cast<size_t>(hd) * 4);
       }
     }
   }
+  return Status::Ok();
 }
 
-void CpuBackend::attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
-                           float* out) {
+Status CpuBackend::attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
+                             float* out) {
   const int64_t hd = s.head_dim, group = s.n_head / s.n_head_kv;
   // One work item per (token, KV head): the GQA group's query heads share
-  // every K/V row read, and a head's K and V are two contiguous streams.
-  const cpu::AttendGroupFn attend = cpu::attend_group_for(static_cast<int>(group), hd);
-  const cpu::AttendGroupF16Fn attend16 = cpu::attend_group_f16_for(static_cast<int>(group), hd);
-  const cpu::AttendGroupQ8Fn attend8 = cpu::attend_group_q8_for(static_cast<int>(group), hd);
+  // every K/V row read, and a head's K and V are two contiguous streams per block.
+  const cpu::AttendGroupFn attend = cpu::attend_group_for(kv.layout->type, static_cast<int>(group), hd);
   const int64_t n_work = n_tok * s.n_head_kv;
   pool_.run_each([&](int ti, int nt) {
     int64_t b, e;
@@ -375,20 +472,11 @@ void CpuBackend::attention(const KvLayerView& kv, const float* q, int64_t n_tok,
     for (int64_t w = b; w < e; ++w) {
       const int64_t t = w / s.n_head_kv, g = w % s.n_head_kv;
       const int64_t first_head = t * s.n_head + g * group;
-      const int64_t n_kv = pos0 + t + 1;
-      const float* qh = q + first_head * hd;
-      float* oh = out + first_head * hd;
-      if (kv.type == DType::Q8_0) {
-        attend8(qh, static_cast<int>(group), hd, kv.k_head(g), kv.v_head(g), n_kv, s.scale, scores, oh);
-      } else if (kv.type == DType::F16) {
-        attend16(qh, static_cast<int>(group), hd, reinterpret_cast<const uint16_t*>(kv.k_head(g)),
-                 reinterpret_cast<const uint16_t*>(kv.v_head(g)), n_kv, s.scale, scores, oh);
-      } else {
-        attend(qh, static_cast<int>(group), hd, reinterpret_cast<const float*>(kv.k_head(g)),
-               reinterpret_cast<const float*>(kv.v_head(g)), n_kv, s.scale, scores, oh);
-      }
+      attend(q + first_head * hd, static_cast<int>(group), hd, head_blocks(kv, g), pos0 + t + 1, s.scale, scores,
+             out + first_head * hd);
     }
   });
+  return Status::Ok();
 }
 
 }  // namespace laya

@@ -1,5 +1,6 @@
 // CPU backend: per-row kernels (cpu/kernels.h) driven by a persistent thread
-// pool. All scratch is allocated in the constructor; ops allocate nothing.
+// pool. Its buffers are host memory, zero-filled (paged in) and mlocked when
+// made. All scratch is allocated in create(); ops allocate nothing.
 #pragma once
 
 #include <algorithm>
@@ -14,48 +15,55 @@
 
 namespace laya {
 
-struct CpuBackendLimits {
-  int n_threads = 1;
-  int64_t max_cols = 0;     // longest weight row (max of n_embd, n_ff, q_dim)
-  int64_t max_ctx = 0;      // longest attention span
-  int64_t max_group = 1;    // query heads per KV head
-  int64_t max_batch = 1;    // tokens per forward pass (prefill chunk)
-};
-
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(const CpuBackendLimits& lim);
+  // Threads beyond this are refused: more workers than any CPU has cores only
+  // add synchronisation (and thousands of threads can exhaust the process).
+  static constexpr int kMaxThreads = 512;
+  static Result<std::unique_ptr<Backend>> create(const BackendOptions& opt, const ForwardLimits& lim);
   ~CpuBackend() override;
   const char* name() const override;
 
-  void matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) override;
-  void matmul_group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) override;
-  void matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const float* x, int64_t n_tok, float* gate_scratch,
-                     float* out) override;
-  void get_rows(const Tensor& w, const int32_t* ids, int64_t n, float* out) override;
-  void rms_norm(const float* x, const float* w, int64_t n_rows, int64_t n, float eps, float* out) override;
-  void add_bias(float* y, const float* b, int64_t n_rows, int64_t n) override;
-  void add(float* y, const float* x, int64_t n) override;
-  void rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, int64_t pos0, const RopeTable& rt) override;
-  void kv_store(const KvLayerView& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0) override;
-  void attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
-                 float* out) override;
+  Result<Buffer> alloc(size_t bytes, const char* what) override;
+  Status upload(void* dst, const void* host_src, size_t bytes) override;
+  Status download(void* host_dst, const void* src, size_t bytes) override;
+  Status copy(void* dst, const void* src, size_t bytes) override;
+  Status synchronize() override { return Status::Ok(); }
+  bool host_visible() const override { return true; }
+  // Repacks the matrices of the types with VNNI decode kernels (cpu/packed.h)
+  // when this CPU has them, hands the file pages they came from back to the
+  // OS (the weights are not held twice), and locks the packed copy and the
+  // file pages of everything else the forward pass reads.
+  Status prepare_weights(const std::vector<const Tensor*>& matrices, const std::vector<const Tensor*>& all) override;
+  size_t prepared_bytes() const override { return packed_bytes_; }
+  const std::string& memory_lock_note() const override { return lock_note_; }
 
-  ThreadPool& pool() { return pool_; }
-
-  // Repacks the Q8_0 matrices among `matrices` into the VNNI decode layout
-  // (cpu/packed.h) when this CPU has the fast path, and hands the file pages
-  // they came from back to the OS, so the weights are not held twice.
-  // Returns the bytes packed (0 when there is no fast path).
-  size_t pack(const std::vector<const Tensor*>& matrices);
-  // The packed copy (start, bytes); {nullptr, 0} when nothing is packed.
-  std::pair<const void*, size_t> packed_region() const { return {packed_buf_, packed_alloc_}; }
-  bool is_packed(const Tensor& w) const { return packed(w) != nullptr; }
+  Status matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) override;
+  Status matmul_group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) override;
+  Status matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const float* x, int64_t n_tok, float* gate_scratch,
+                       float* out) override;
+  Status get_rows(const Tensor& w, const int32_t* ids, int64_t n, float* out) override;
+  Status rms_norm(const float* x, const Tensor& w, int64_t n_rows, int64_t n, float eps, float* out) override;
+  Status add_bias(float* y, const Tensor& b, int64_t n_rows, int64_t n) override;
+  Status add(float* y, const float* x, int64_t n) override;
+  Status rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, int64_t pos0, const RopeTable& rt) override;
+  Status kv_store(const KvLayerView& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0) override;
+  Status attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
+                   float* out) override;
 
   // Rows dequantized at a time per thread in a multi-token matmul.
   static constexpr int64_t kTileRows = 16;
 
+ protected:
+  void release(void* data, size_t bytes) override;
+
  private:
+  CpuBackend(const BackendOptions& opt, const ForwardLimits& lim, int n_threads);
+  // The packing half of prepare_weights(); returns the bytes packed.
+  size_t pack(const std::vector<const Tensor*>& matrices);
+  // Locks [p, p + n) when opt_.lock_memory; the first refusal goes to lock_note_.
+  void lock(const void* p, size_t n, const char* what);
+
   // y (n_tok, ldy) rows r of the tile rowp[0..nr) for tokens x (n_tok, cols).
   void gemm_rows(const float* const* rowp, int64_t nr, const float* x, int64_t cols, int64_t n_tok, float* y, int64_t ldy,
                  int ti);
@@ -82,7 +90,10 @@ class CpuBackend final : public Backend {
     return it == packed_.end() ? nullptr : &it->second;
   }
 
-  CpuBackendLimits lim_;
+  BackendOptions opt_;
+  ForwardLimits lim_;
+  std::string lock_note_;
+  size_t packed_bytes_ = 0;
   bool use_tileT_ = false;
   std::unordered_map<const uint8_t*, PackedEntry> packed_;
   uint8_t* packed_buf_ = nullptr;

@@ -94,22 +94,28 @@ void score_blocks_q8(const float* q, int64_t hd, const uint8_t* k, int64_t nblk,
 // out (HC heads, NC * 16) = Σ_j p[h][j] · V[j]: each V row loaded once for
 // the HC heads, the HC × NC accumulators in registers.
 template <typename T, int NC, int HC>
-void weighted_v(const float* p, int64_t ss, const T* v, int64_t n_kv, float* out) {
+void weighted_v(const float* p, int64_t ss, const KvHeadBlocks& kv, int64_t n_kv, float* out) {
   __m512 o[HC * NC];
   for (int i = 0; i < HC * NC; ++i) o[i] = _mm512_setzero_ps();
-  for (int64_t j = 0; j < n_kv; ++j) {
-    if constexpr (std::is_same_v<T, uint8_t>) {  // Q8_0 row: int8 [hd], float32 scales [hd / 32]
-      const uint8_t* vr = v + static_cast<size_t>(j) * q8_v_row_bytes(NC * 16);
-      const float* vs = reinterpret_cast<const float*>(vr + NC * 16);
-      for (int c = 0; c < NC; ++c) {
-        const __m512 vv = _mm512_mul_ps(load16_i8(vr + c * 16), _mm512_set1_ps(vs[c / 2]));
-        for (int h = 0; h < HC; ++h) o[h * NC + c] = _mm512_fmadd_ps(_mm512_set1_ps(p[h * ss + j]), vv, o[h * NC + c]);
-      }
-    } else {
-      const T* vr = v + j * NC * 16;
-      for (int c = 0; c < NC; ++c) {
-        const __m512 vv = load16(vr + c * 16);
-        for (int h = 0; h < HC; ++h) o[h * NC + c] = _mm512_fmadd_ps(_mm512_set1_ps(p[h * ss + j]), vv, o[h * NC + c]);
+  const int64_t bp = kv.block_pos;
+  for (int64_t b = 0, j0 = 0; j0 < n_kv; ++b, j0 += bp) {
+    const T* v = reinterpret_cast<const T*>(kv.v(b));
+    const int64_t rows = n_kv - j0 < bp ? n_kv - j0 : bp;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t j = j0 + r;
+      if constexpr (std::is_same_v<T, uint8_t>) {  // Q8_0 row: int8 [hd], float32 scales [hd / 32]
+        const uint8_t* vr = v + static_cast<size_t>(r) * q8_v_row_bytes(NC * 16);
+        const float* vs = reinterpret_cast<const float*>(vr + NC * 16);
+        for (int c = 0; c < NC; ++c) {
+          const __m512 vv = _mm512_mul_ps(load16_i8(vr + c * 16), _mm512_set1_ps(vs[c / 2]));
+          for (int h = 0; h < HC; ++h) o[h * NC + c] = _mm512_fmadd_ps(_mm512_set1_ps(p[h * ss + j]), vv, o[h * NC + c]);
+        }
+      } else {
+        const T* vr = v + r * NC * 16;
+        for (int c = 0; c < NC; ++c) {
+          const __m512 vv = load16(vr + c * 16);
+          for (int h = 0; h < HC; ++h) o[h * NC + c] = _mm512_fmadd_ps(_mm512_set1_ps(p[h * ss + j]), vv, o[h * NC + c]);
+        }
       }
     }
   }
@@ -126,22 +132,33 @@ void score_blocks_any(const float* q, int64_t hd, const T* k, int64_t nblk, floa
   }
 }
 
+template <typename T, int G>
+void score_pool_blocks(const float* q, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale, float* scores,
+                       int64_t ss) {
+  const int64_t bp = kv.block_pos;
+  for (int64_t b = 0, j0 = 0; j0 < n_kv; ++b, j0 += bp) {
+    const int64_t nblk = ((n_kv - j0 < bp ? n_kv - j0 : bp) + kKvBlock - 1) / kKvBlock;
+    score_blocks_any<T, G>(q, hd, reinterpret_cast<const T*>(kv.k(b)), nblk, scale, scores + j0, ss);
+  }
+}
+
 template <typename T>
-void scores_for(int group, const float* q, int64_t hd, const T* k, int64_t nblk, float scale, float* scores, int64_t ss) {
+void scores_for(int group, const float* q, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale, float* scores,
+                int64_t ss) {
   switch (group) {
-    case 1: return score_blocks_any<T, 1>(q, hd, k, nblk, scale, scores, ss);
-    case 2: return score_blocks_any<T, 2>(q, hd, k, nblk, scale, scores, ss);
-    case 3: return score_blocks_any<T, 3>(q, hd, k, nblk, scale, scores, ss);
-    case 4: return score_blocks_any<T, 4>(q, hd, k, nblk, scale, scores, ss);
-    case 5: return score_blocks_any<T, 5>(q, hd, k, nblk, scale, scores, ss);
-    case 6: return score_blocks_any<T, 6>(q, hd, k, nblk, scale, scores, ss);
-    case 7: return score_blocks_any<T, 7>(q, hd, k, nblk, scale, scores, ss);
-    default: return score_blocks_any<T, 8>(q, hd, k, nblk, scale, scores, ss);
+    case 1: return score_pool_blocks<T, 1>(q, hd, kv, n_kv, scale, scores, ss);
+    case 2: return score_pool_blocks<T, 2>(q, hd, kv, n_kv, scale, scores, ss);
+    case 3: return score_pool_blocks<T, 3>(q, hd, kv, n_kv, scale, scores, ss);
+    case 4: return score_pool_blocks<T, 4>(q, hd, kv, n_kv, scale, scores, ss);
+    case 5: return score_pool_blocks<T, 5>(q, hd, kv, n_kv, scale, scores, ss);
+    case 6: return score_pool_blocks<T, 6>(q, hd, kv, n_kv, scale, scores, ss);
+    case 7: return score_pool_blocks<T, 7>(q, hd, kv, n_kv, scale, scores, ss);
+    default: return score_pool_blocks<T, 8>(q, hd, kv, n_kv, scale, scores, ss);
   }
 }
 
 template <typename T, int NC>
-void weighted_v_nc(int hc, const float* p, int64_t ss, const T* v, int64_t n_kv, float* out) {
+void weighted_v_nc(int hc, const float* p, int64_t ss, const KvHeadBlocks& v, int64_t n_kv, float* out) {
   constexpr int kMax = 24 / NC < 8 ? 24 / NC : 8;  // accumulators kept ≤ 24 registers
   static_assert(kMax >= 1);
   switch (hc) {
@@ -158,10 +175,10 @@ void weighted_v_nc(int hc, const float* p, int64_t ss, const T* v, int64_t n_kv,
 }
 
 template <typename T>
-void attend_group(const float* q, int group, int64_t hd, const T* k, const T* v, int64_t n_kv, float scale, float* scores,
+void attend_group(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale, float* scores,
                   float* out) {
-  const int64_t nblk = (n_kv + kKvBlock - 1) / kKvBlock, ss = nblk * kKvBlock;
-  scores_for(group, q, hd, k, nblk, scale, scores, ss);
+  const int64_t ss = scores_stride(n_kv);
+  scores_for<T>(group, q, hd, kv, n_kv, scale, scores, ss);
   // Softmax per head.
   for (int h = 0; h < group; ++h) {
     float* sc = scores + h * ss;
@@ -197,30 +214,30 @@ void attend_group(const float* q, int group, int64_t hd, const T* k, const T* v,
     const float* p = scores + h0 * ss;
     float* o = out + h0 * hd;
     switch (nc) {
-      case 1: weighted_v_nc<T, 1>(n, p, ss, v, n_kv, o); break;
-      case 2: weighted_v_nc<T, 2>(n, p, ss, v, n_kv, o); break;
-      case 4: weighted_v_nc<T, 4>(n, p, ss, v, n_kv, o); break;
-      case 8: weighted_v_nc<T, 8>(n, p, ss, v, n_kv, o); break;
-      default: weighted_v_nc<T, 16>(n, p, ss, v, n_kv, o); break;
+      case 1: weighted_v_nc<T, 1>(n, p, ss, kv, n_kv, o); break;
+      case 2: weighted_v_nc<T, 2>(n, p, ss, kv, n_kv, o); break;
+      case 4: weighted_v_nc<T, 4>(n, p, ss, kv, n_kv, o); break;
+      case 8: weighted_v_nc<T, 8>(n, p, ss, kv, n_kv, o); break;
+      default: weighted_v_nc<T, 16>(n, p, ss, kv, n_kv, o); break;
     }
   }
 }
 
 }  // namespace
 
-void attend_group_avx512(const float* q, int group, int64_t hd, const float* k, const float* v, int64_t n_kv, float scale,
+void attend_group_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
                          float* scores, float* out) {
-  attend_group(q, group, hd, k, v, n_kv, scale, scores, out);
+  attend_group<float>(q, group, hd, kv, n_kv, scale, scores, out);
 }
 
-void attend_group_f16_avx512(const float* q, int group, int64_t hd, const uint16_t* k, const uint16_t* v, int64_t n_kv,
-                             float scale, float* scores, float* out) {
-  attend_group(q, group, hd, k, v, n_kv, scale, scores, out);
+void attend_group_f16_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
+                             float* scores, float* out) {
+  attend_group<uint16_t>(q, group, hd, kv, n_kv, scale, scores, out);
 }
 
-void attend_group_q8_avx512(const float* q, int group, int64_t hd, const uint8_t* k, const uint8_t* v, int64_t n_kv,
-                            float scale, float* scores, float* out) {
-  attend_group(q, group, hd, k, v, n_kv, scale, scores, out);
+void attend_group_q8_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
+                            float* scores, float* out) {
+  attend_group<uint8_t>(q, group, hd, kv, n_kv, scale, scores, out);
 }
 
 }  // namespace laya::cpu
