@@ -15,6 +15,8 @@
 // full tokenization, so the ids always equal encode(text).
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "tokenizer/internal.h"
 #include "tokenizer/tokenizer.h"
 
@@ -145,8 +147,8 @@ Status EditTokenizer::edit_codepoints(size_t pos, size_t del_cps, std::string_vi
 
 Status EditTokenizer::edit(size_t pos, size_t del, std::string_view ins) {
   if (pos > text_.size() || del > text_.size() - pos)
-    return Status(StatusCode::kOutOfRange, strformat("edit: range [%zu, %zu) is outside the text of %zu bytes", pos,
-                                                     pos + del, text_.size()));
+    return Status(StatusCode::kOutOfRange, fmt::format("edit: range [{}, {}) is outside the text of {} bytes", pos,
+                                                       pos + del, text_.size()));
   if (text_.size() - del + ins.size() > 0xFFFFFFF0u)
     return Status(StatusCode::kInvalidArgument, "edit: text too long");
   text_.replace(pos, del, ins);

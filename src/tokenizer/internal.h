@@ -11,10 +11,57 @@
 #include <unordered_set>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "core/status.h"
 #include "tokenizer/tokenizer.h"
 
+namespace laya::gguf {
+class File;
+}
+
 namespace laya::tok {
+
+struct GgufKeys;
+
+// Builds a Tokenizer from a file's description (load_gguf.cpp, load_hf.cpp);
+// the one friend of Tokenizer, so that loading stays out of its public API.
+struct TokenizerBuilder {
+  static Result<std::unique_ptr<Tokenizer>> gguf(const gguf::File& f);
+  static Result<std::unique_ptr<Tokenizer>> hf(std::string_view tj, std::string_view cfg, const std::string& name);
+
+ private:
+  // GGUF steps.
+  static Status gguf_tokens(const GgufKeys& k, Tokenizer* t);
+  static Status gguf_spm(const GgufKeys& k, Tokenizer* t);
+  static Status gguf_bpe(const GgufKeys& k, Tokenizer* t);
+  static Status gguf_special_ids(const GgufKeys& k, Tokenizer* t);
+  static void gguf_added_tokens(const GgufKeys& k, Tokenizer* t);
+  // tokenizer.json steps.
+  static Status hf_vocab(const nlohmann::json& model, const std::string& name, size_t n, Tokenizer* t,
+                         std::vector<bool>* seen);
+  static Status hf_merges(const nlohmann::json& model, const std::string& name, Tokenizer* t);
+  static Status hf_added_tokens(const nlohmann::json& added, const std::string& name, Tokenizer* t,
+                                std::vector<bool>* seen);
+  static Status hf_post_processor(const nlohmann::json& tj, const nlohmann::json& cfg, const std::string& name,
+                                  Tokenizer* t);
+};
+
+// ---- control tokens (special_tokens.cpp) ---------------------------------------------
+// Fill-in-the-middle roles, as bits of mark_control_tokens' fim_roles_given:
+// prefix, suffix, middle, pad, repo, file separator.
+constexpr unsigned kFimRoles = 6;
+// llama.cpp's load-time fix-ups of token kinds: end-of-generation and
+// fill-in-the-middle texts become control tokens whatever the file says (a
+// FIM role only when the file does not name its token by id), gpt-oss's
+// message markers user-defined, and the o200k / gemma 4 exceptions.
+void mark_control_tokens(const std::vector<std::string>& text, unsigned fim_roles_given,
+                         std::vector<TokenKind>* kind);
+// Whether convert_hf_to_gguf.py makes a non-special added token CONTROL
+// ("<|...|>", "<｜...｜>", "<pad>", "<mask>", "<unused...>", ...).
+bool hf_added_token_looks_special(std::string_view text);
+// Whether llama.cpp counts a (control) token with this text as end of generation.
+bool eog_token_text(std::string_view text);
 
 // ---- UTF-8 ---------------------------------------------------------------------
 // Length of the UTF-8 sequence starting at s[i] (1 for an invalid byte).
@@ -63,8 +110,7 @@ class Regex {
  private:
   Regex() = default;
   std::string pattern_;
-  void* code_ = nullptr;        // pcre2_code_8*
-  void* match_data_ = nullptr;  // unused (per-thread match data)
+  void* code_ = nullptr;  // pcre2_code_8*
 };
 
 enum class SplitBehavior { kIsolated, kRemoved, kMergedWithPrevious, kMergedWithNext, kContiguous };

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "tokenizer/internal.h"
 
 namespace laya::tok {
@@ -98,10 +100,7 @@ std::optional<int32_t> Tokenizer::find_token(std::string_view text) const {
 bool Tokenizer::is_eog(int32_t id) const {
   if (id < 0) return false;
   if (id == eos_id_ || id == eot_id_ || id == eom_id_) return true;
-  if (token_kind(id) != TokenKind::kControl) return false;
-  const std::string& t = token_text(id);
-  return t == "<|eot_id|>" || t == "<|im_end|>" || t == "<|end|>" || t == "<|endoftext|>" || t == "<|eom_id|>" ||
-         t == "<end_of_turn>" || t == "</s>" || t == "<|end_of_text|>";
+  return token_kind(id) == TokenKind::kControl && eog_token_text(token_text(id));
 }
 
 Status Tokenizer::finish_init(const std::string& name) {
@@ -111,7 +110,7 @@ Status Tokenizer::finish_init(const std::string& name) {
   auto check = [&](int32_t id, const char* what) -> Status {
     if (id >= int64_t(n))
       return Status(StatusCode::kCorrupt,
-                    strformat("%s: %s = %d is out of range (vocabulary has %zu tokens)", name.c_str(), what, id, n));
+                    fmt::format("{}: {} = {} is out of range (vocabulary has {} tokens)", name, what, id, n));
     return Status::Ok();
   };
   LAYA_TRY(check(bos_id_, "bos token id"));
@@ -160,6 +159,22 @@ Status Tokenizer::finish_init(const std::string& name) {
 }
 
 // ---- encode ------------------------------------------------------------------------------------
+// Which added tokens are cut out of raw text — the rule, as llama.cpp's
+// tokenizer_st_partition (llama-vocab.cpp) applies it:
+//  - with parse_special, every control, unknown and user-defined token;
+//  - without it, user-defined tokens only: text a user typed never becomes a
+//    control token ("</s>" in a code sample stays four characters).
+// "Control" is the kind after the loaders' fix-ups (mark_control_tokens):
+// llama.cpp makes end-of-generation and fill-in-the-middle texts control even
+// where a GGUF says user-defined (phi-3's "</s>", qwen2's "<|fim_prefix|>").
+// tokenizer.json: an added token is control when it is "special": true or
+// convert_hf_to_gguf.py would make it so ("<|...|>", ...); the others are
+// user-defined and always matched, as Hugging Face matches every added token.
+// Hugging Face's encode() is the parse_special case.
+// Where tokens overlap, the leftmost match wins, the longest at one position
+// (Hugging Face's rule; llama.cpp takes the longest token over the whole text
+// first, which differs only for text like ">>TITLE<<|endoftext|>").
+// lstrip / rstrip absorb the whitespace beside a token, as in both references.
 void Tokenizer::split_added(std::string_view text, bool parse_special, std::vector<Fragment>* out) const {
   size_t last = 0;
   if (!added_.empty()) {
@@ -249,7 +264,7 @@ Status Tokenizer::encode_append(std::string_view text, bool parse_special, std::
 
 Result<std::vector<int32_t>> Tokenizer::encode(std::string_view text, const EncodeOptions& opt) const {
   if (text.size() > 0xFFFFFFF0u)
-    return Status(StatusCode::kInvalidArgument, strformat("tokenize: text of %zu bytes is too long", text.size()));
+    return Status(StatusCode::kInvalidArgument, fmt::format("tokenize: text of {} bytes is too long", text.size()));
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 4);
   bool bos = opt.add_bos.value_or(add_bos_);

@@ -38,7 +38,7 @@ enum class MergeMode { kRank, kScore };
 enum class TokenKind : uint8_t { kNormal, kUnknown, kControl, kUserDefined, kUnused, kByte };
 
 struct EncodeOptions {
-  bool parse_special = false;       // split control/special-token text like "<|endoftext|>"
+  bool parse_special = false;       // match control tokens' text like "<|endoftext|>" (see split_added)
   std::optional<bool> add_bos;      // default: the tokenizer's own (GGUF add_bos_token / post-processor)
   std::optional<bool> add_eos;
 };
@@ -150,7 +150,7 @@ class Tokenizer {
   struct Added {
     std::string content;
     int32_t id;
-    bool special;  // only with parse_special
+    bool special;  // a control or unknown token: matched only with parse_special
     bool lstrip = false, rstrip = false;  // absorb whitespace on the left / right
   };
   std::vector<Added> added_;  // sorted by length, longest first

@@ -3,6 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include <utf8proc.h>
+#include <fmt/format.h>
 
 #include <array>
 #include <cstring>
@@ -243,8 +244,8 @@ Result<std::unique_ptr<Regex>> Regex::compile(const std::string& pattern, bool l
   if (!code) {
     PCRE2_UCHAR buf[256];
     pcre2_get_error_message(err, buf, sizeof(buf));
-    return Status(StatusCode::kCorrupt, strformat("regex '%s': %s at offset %zu", pattern.c_str(),
-                                                  reinterpret_cast<char*>(buf), size_t(off)));
+    return Status(StatusCode::kCorrupt, fmt::format("regex '{}': {} at offset {}", pattern,
+                                                    reinterpret_cast<const char*>(buf), size_t(off)));
   }
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // falls back to the interpreter if JIT is unavailable
   std::unique_ptr<Regex> r(new Regex());
