@@ -2,12 +2,13 @@
 #include "model/arch.h"
 
 namespace laya {
-const ArchSpec kArchLlama = {
+extern const ArchSpec kArchLlama = {
     .name = "llama",
     .hf_model_types = {"llama", "mistral", nullptr, nullptr},
     .qkv_bias = false,
     .qk_norm = false,
     .gguf_rope_interleaved = true,
     .tied_by_default = false,
+    .tensors = llama_family_tensors,
 };
 }  // namespace laya

@@ -2,12 +2,13 @@
 #include "model/arch.h"
 
 namespace laya {
-const ArchSpec kArchQwen2 = {
+extern const ArchSpec kArchQwen2 = {
     .name = "qwen2",
     .hf_model_types = {"qwen2", nullptr, nullptr, nullptr},
     .qkv_bias = true,
     .qk_norm = false,
     .gguf_rope_interleaved = false,
     .tied_by_default = false,
+    .tensors = llama_family_tensors,
 };
 }  // namespace laya

@@ -2,12 +2,13 @@
 #include "model/arch.h"
 
 namespace laya {
-const ArchSpec kArchQwen3 = {
+extern const ArchSpec kArchQwen3 = {
     .name = "qwen3",
     .hf_model_types = {"qwen3", nullptr, nullptr, nullptr},
     .qkv_bias = false,
     .qk_norm = true,
     .gguf_rope_interleaved = false,
     .tied_by_default = true,
+    .tensors = llama_family_tensors,
 };
 }  // namespace laya
