@@ -1,4 +1,7 @@
 // Llama 2 / 3.x, TinyLlama, SmolLM, Mistral-style (no sliding window).
+// The whole architecture: its flags and its tensor table (the Llama family's).
+// Registered by this file's name (model/arch.h); extern because the generated
+// registry in archs.cpp names it.
 #include "model/arch.h"
 
 namespace laya {

@@ -1,4 +1,7 @@
 // Qwen2 / Qwen2.5: biases on q, k, v; usually tied embeddings (small sizes).
+// The whole architecture: its flags and its tensor table (the Llama family's).
+// Registered by this file's name (model/arch.h); extern because the generated
+// registry in archs.cpp names it.
 #include "model/arch.h"
 
 namespace laya {

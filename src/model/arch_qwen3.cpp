@@ -1,4 +1,7 @@
 // Qwen3 (dense): no biases, per-head RMSNorm on q and k, head_dim set explicitly.
+// The whole architecture: its flags and its tensor table (the Llama family's).
+// Registered by this file's name (model/arch.h); extern because the generated
+// registry in archs.cpp names it.
 #include "model/arch.h"
 
 namespace laya {
