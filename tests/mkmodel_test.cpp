@@ -19,7 +19,7 @@
 #include "format/gguf.h"
 #include "format/gguf_writer.h"
 #include "model/model.h"
-#include "model/presets.h"
+#include "modelgen/presets.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 

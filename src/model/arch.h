@@ -1,12 +1,85 @@
-// Architecture table. Llama, Qwen2 and Qwen3 share one forward pass
-// (model/transformer.cpp); an architecture is the set of differences below.
-// Adding one = one file arch_<name>.cpp defining its ArchSpec + a row in
-// arch_table.cpp.
+// An architecture is a table. Llama, Qwen2 and Qwen3 share one forward pass
+// (model/transformer.cpp); an architecture is its list of tensors (TensorSpec)
+// plus the flags below. Every reader of "which tensors does a model have" —
+// the GGUF and Hugging Face loaders, the float32 conversion of vectors,
+// ModelWeights::matrices()/all() (the backend's packer, the memory locker),
+// `laya bench`'s bytes per token and mkmodel's planner — walks that table.
+//
+// Adding an architecture of this family = one new file src/model/arch_<name>.cpp
+// defining `const ArchSpec kArch<Name>` (the name with its first letter upper-
+// cased, e.g. arch_qwen2.cpp → kArchQwen2). No list to edit: CMake generates
+// the registry (model/arch_list.inc, read by archs.cpp) from the files that
+// match src/model/arch_*.cpp. A generated list rather than self-registering
+// static objects, because the engine is a static library and the linker
+// drops an object file that nothing references.
 #pragma once
 
+#include <cstdint>
+#include <span>
+#include <string>
 #include <string_view>
 
+#include "core/tensor.h"
+
 namespace laya {
+
+struct HParams;
+struct LayerWeights;
+struct ModelWeights;
+
+// What a tensor is to the forward pass.
+enum class TensorRole : uint8_t {
+  kMatrix,     // multiplied by a matmul (packed by the CPU backend)
+  kEmbedding,  // rows gathered per token (one row read per token)
+  kNorm,       // RMSNorm weight vector (converted to float32 at load)
+  kBias,       // added vector (converted to float32 at load)
+  kRopeFreqs,  // per-frequency RoPE divisors, copied into HParams::rope_freq_factors
+};
+
+// A dimension in terms of the hyper-parameters.
+enum class Dim : uint8_t { kEmbd, kVocab, kQDim, kKvDim, kFf, kHeadDim, kHalfHeadDim };
+int64_t dim_value(Dim d, const HParams& h);
+
+// When a model has the tensor.
+enum class When : uint8_t {
+  kAlways,
+  kQkvBias,       // ArchSpec::qkv_bias
+  kQkNorm,        // ArchSpec::qk_norm
+  kUntiedOutput,  // the file decides: absent means the output is tok_embd
+  kRopeFreqs,     // the file decides: present for Llama 3 rope scaling
+};
+
+// Which conditional tensors a model has: the loader takes the first two from
+// the ArchSpec (the file decides the others), mkmodel takes all from a preset.
+struct TensorFlags {
+  bool qkv_bias = false;
+  bool qk_norm = false;
+  bool untied_output = false;
+  bool rope_freqs = false;
+};
+
+// Where the model-wide tensors go in a file written the way
+// convert_hf_to_gguf.py writes it: before or after the layers.
+enum class Placement : uint8_t { kBeforeLayers, kLayer, kAfterLayers };
+
+struct TensorSpec {
+  const char* gguf;           // "token_embd.weight", "blk.{}.attn_q.weight" ({} = layer index)
+  const char* hf;             // "model.layers.{}.self_attn.q_proj.weight"; nullptr: not in HF checkpoints
+  TensorRole role;
+  Dim shape[2];               // ggml order: shape[0] = row length
+  int n_dims;
+  When when;
+  Placement placement;
+  const char* hint;           // what a wrong shape means, for the error message
+  Tensor LayerWeights::*layer_field;  // where a per-layer tensor binds
+  Tensor ModelWeights::*model_field;  // where a model-wide tensor binds (nullptr: not bound, e.g. rope factors)
+
+  bool per_layer() const { return placement == Placement::kLayer; }
+  // A model with flags `f` has it (for a loader: the file must have it).
+  bool expected(const TensorFlags& f) const;
+  // The GGUF name of this tensor in layer `layer` (ignored for model-wide ones).
+  std::string gguf_name(int64_t layer) const;
+};
 
 struct ArchSpec {
   const char* name;                  // GGUF general.architecture
@@ -15,11 +88,18 @@ struct ArchSpec {
   bool qk_norm;                      // per-head RMSNorm of q and k before RoPE
   bool gguf_rope_interleaved;        // convert_hf_to_gguf permuted the q/k rows
   bool tied_by_default;              // HF default of tie_word_embeddings
+  // The tensors, model-wide ones first, then one layer's; within each group
+  // in the order a converted file stores them. A function rather than a span
+  // so that an ArchSpec in another file is constant-initialized.
+  std::span<const TensorSpec> (*tensors)();
+
+  TensorFlags flags() const { return {.qkv_bias = qkv_bias, .qk_norm = qk_norm}; }
 };
 
-extern const ArchSpec kArchLlama;
-extern const ArchSpec kArchQwen2;
-extern const ArchSpec kArchQwen3;
+// The tensors every Llama-family architecture has (model/llama_family.cpp):
+// all of the family's optional ones too, each under its flag, so a loader of
+// any of these architectures accepts and binds them when a file has them.
+std::span<const TensorSpec> llama_family_tensors();
 
 // nullptr when unknown.
 const ArchSpec* find_arch_by_gguf_name(std::string_view name);

@@ -1,13 +1,17 @@
 // Qwen2 / Qwen2.5: biases on q, k, v; usually tied embeddings (small sizes).
+// The whole architecture: its flags and its tensor table (the Llama family's).
+// Registered by this file's name (model/arch.h); extern because the generated
+// registry in archs.cpp names it.
 #include "model/arch.h"
 
 namespace laya {
-const ArchSpec kArchQwen2 = {
+extern const ArchSpec kArchQwen2 = {
     .name = "qwen2",
     .hf_model_types = {"qwen2", nullptr, nullptr, nullptr},
     .qkv_bias = true,
     .qk_norm = false,
     .gguf_rope_interleaved = false,
     .tied_by_default = false,
+    .tensors = llama_family_tensors,
 };
 }  // namespace laya

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <unordered_set>
+
+#include <fmt/format.h>
 
 #include "core/fp16.h"
 #include "format/gguf.h"
@@ -61,8 +64,8 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
     LAYA_TRY(m->load_gguf(path));
   } else {
     return Status(StatusCode::kNotFound,
-                  strformat("%s: no such file or folder (expected a .gguf file or a Hugging Face folder with "
-                            "config.json + safetensors)", path.c_str()));
+                  fmt::format("{}: no such file or folder (expected a .gguf file or a Hugging Face folder with "
+                              "config.json + safetensors)", path));
   }
   LAYA_TRY(m->bind_weights());
   return m;
@@ -74,8 +77,8 @@ Status Model::load_gguf(const std::string& path) {
   LAYA_ASSIGN_OR_RETURN(std::string arch, f.get_string("general.architecture"));
   arch_ = find_arch_by_gguf_name(arch);
   if (!arch_) {
-    return Status(StatusCode::kUnsupported, strformat("%s: general.architecture = '%s' is not supported (supported: %s)",
-                                                      path.c_str(), arch.c_str(), supported_arch_list()));
+    return Status(StatusCode::kUnsupported, fmt::format("{}: general.architecture = '{}' is not supported (supported: {})",
+                                                        path, arch, supported_arch_list()));
   }
   hp_.arch = arch;
   const std::string p = arch + ".";
@@ -83,8 +86,7 @@ Status Model::load_gguf(const std::string& path) {
     auto r = f.get_int(p + key);
     if (!r.ok()) return r.status();
     if (*r <= 0 || *r > (int64_t{1} << 31)) {
-      return Status(StatusCode::kCorrupt, strformat("%s: %s%s = %lld, expected a positive count", path.c_str(), p.c_str(),
-                                                    key, static_cast<long long>(*r)));
+      return Status(StatusCode::kCorrupt, fmt::format("{}: {}{} = {}, expected a positive count", path, p, key, *r));
     }
     *out = *r;
     return Status::Ok();
@@ -108,9 +110,8 @@ Status Model::load_gguf(const std::string& path) {
       LAYA_ASSIGN_OR_RETURN(double factor, f.get_float(p + "rope.scaling.factor"));
       hp_.rope_freq_factors.assign(static_cast<size_t>(hp_.head_dim / 2), static_cast<float>(factor));
     } else if (st->str != "none") {
-      return Status(StatusCode::kUnsupported, strformat("%s: %srope.scaling.type = '%.*s' is not supported (none, linear, "
-                                                        "llama3 via rope_freqs.weight)", path.c_str(), p.c_str(),
-                                                        static_cast<int>(st->str.size()), st->str.data()));
+      return Status(StatusCode::kUnsupported, fmt::format("{}: {}rope.scaling.type = '{}' is not supported (none, linear, "
+                                                          "llama3 via rope_freqs.weight)", path, p, st->str));
     }
   }
   if (auto r = f.get_int("tokenizer.ggml.bos_token_id"); r.ok()) hp_.bos_id = static_cast<int32_t>(*r);
@@ -138,109 +139,156 @@ const Tensor* find(const std::vector<Tensor>& all, const std::string& name) {
   return nullptr;
 }
 
+// The model-wide or the per-layer entries of a table in the order the loader
+// checks them: those every model has first, then the conditional ones, so an
+// error names a core tensor before an architecture's extra.
+std::vector<const TensorSpec*> loader_order(std::span<const TensorSpec> specs, bool per_layer) {
+  std::vector<const TensorSpec*> out;
+  for (bool always : {true, false})
+    for (const TensorSpec& s : specs)
+      if (s.per_layer() == per_layer && (s.when == When::kAlways) == always) out.push_back(&s);
+  return out;
+}
+
 }  // namespace
 
-Status Model::bind_weights() {
-  const std::string& file = path_;
-  // Small vectors (norms, biases, rope factors) are converted to float32 once;
-  // they are < 0.1% of the weights. Matrices stay in the mapping.
-  auto get = [&](const std::string& name, Tensor* out, std::initializer_list<int64_t> shape, bool required,
-                 const char* hint) -> Status {
-    const Tensor* t = find(all_, name);
-    if (!t) {
-      if (!required) return Status::Ok();
-      return Status(StatusCode::kNotFound, strformat("%s: tensor '%s' is missing (architecture %s)", file.c_str(),
-                                                     name.c_str(), hp_.arch.c_str()));
-    }
-    std::vector<int64_t> want(shape);
-    bool ok = t->n_dims == static_cast<int>(want.size()) || (t->n_dims > static_cast<int>(want.size()));
-    for (size_t d = 0; d < 4; ++d) {
-      int64_t w = d < want.size() ? want[d] : 1;
-      if (t->ne[d] != w) ok = false;
-    }
-    if (!ok) {
-      std::string ws = "[";
-      for (size_t d = 0; d < want.size(); ++d) ws += (d ? ", " : "") + std::to_string(want[d]);
-      ws += "]";
-      return Status(StatusCode::kCorrupt, strformat("%s: tensor '%s': shape %s, expected %s (%s)", file.c_str(), name.c_str(),
-                                                    t->shape_string().c_str(), ws.c_str(), hint));
-    }
-    if (!dtype_info(t->type).supported) {
-      return Status(StatusCode::kUnsupported, strformat("%s: tensor '%s': type %s is not supported (supported: F32, F16, "
-                                                        "BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)",
-                                                        file.c_str(), name.c_str(), dtype_name(t->type)));
-    }
-    *out = *t;
-    return Status::Ok();
-  };
+Status Model::check_attention_shape() const {
   const HParams& h = hp_;
   if (h.head_dim <= 0 || h.head_dim % 2 != 0 || h.n_head % h.n_head_kv != 0) {
-    return Status(StatusCode::kCorrupt, strformat("%s: head_dim %lld must be even and n_head %lld a multiple of n_head_kv %lld",
-                                                  file.c_str(), static_cast<long long>(h.head_dim),
-                                                  static_cast<long long>(h.n_head), static_cast<long long>(h.n_head_kv)));
-  }
-  const Tensor* emb = find(all_, "token_embd.weight");
-  if (!emb) return Status(StatusCode::kNotFound, strformat("%s: tensor 'token_embd.weight' is missing", file.c_str()));
-  hp_.n_vocab = emb->ne[1];
-  LAYA_TRY(get("token_embd.weight", &w_.tok_embd, {h.n_embd, h.n_vocab}, true, "n_embd mismatch?"));
-  LAYA_TRY(get("output_norm.weight", &w_.output_norm, {h.n_embd}, true, "n_embd mismatch?"));
-  LAYA_TRY(get("output.weight", &w_.output, {h.n_embd, h.n_vocab}, false, "vocab or n_embd mismatch?"));
-  hp_.tied_embeddings = !w_.output.present();
-  if (hp_.tied_embeddings) w_.output = w_.tok_embd;
-  if (Tensor rf; find(all_, "rope_freqs.weight")) {
-    LAYA_TRY(get("rope_freqs.weight", &rf, {h.head_dim / 2}, true, "head_dim mismatch?"));
-    if (rf.type != DType::F32) {
-      return Status(StatusCode::kUnsupported, strformat("%s: rope_freqs.weight has type %s, expected F32", file.c_str(),
-                                                        dtype_name(rf.type)));
-    }
-    hp_.rope_freq_factors.resize(static_cast<size_t>(h.head_dim / 2));
-    std::memcpy(hp_.rope_freq_factors.data(), rf.data, rf.nbytes);
-  }
-  w_.layers.resize(static_cast<size_t>(h.n_layer));
-  for (int64_t il = 0; il < h.n_layer; ++il) {
-    LayerWeights& L = w_.layers[static_cast<size_t>(il)];
-    const std::string b = "blk." + std::to_string(il) + ".";
-    LAYA_TRY(get(b + "attn_norm.weight", &L.attn_norm, {h.n_embd}, true, "n_embd mismatch?"));
-    LAYA_TRY(get(b + "attn_q.weight", &L.wq, {h.n_embd, h.q_dim()}, true, "n_head or head_dim mismatch?"));
-    LAYA_TRY(get(b + "attn_k.weight", &L.wk, {h.n_embd, h.kv_dim()}, true, "n_head_kv mismatch?"));
-    LAYA_TRY(get(b + "attn_v.weight", &L.wv, {h.n_embd, h.kv_dim()}, true, "n_head_kv mismatch?"));
-    LAYA_TRY(get(b + "attn_output.weight", &L.wo, {h.q_dim(), h.n_embd}, true, "n_head or head_dim mismatch?"));
-    LAYA_TRY(get(b + "ffn_norm.weight", &L.ffn_norm, {h.n_embd}, true, "n_embd mismatch?"));
-    LAYA_TRY(get(b + "ffn_gate.weight", &L.w_gate, {h.n_embd, h.n_ff}, true, "n_ff mismatch?"));
-    LAYA_TRY(get(b + "ffn_up.weight", &L.w_up, {h.n_embd, h.n_ff}, true, "n_ff mismatch?"));
-    LAYA_TRY(get(b + "ffn_down.weight", &L.w_down, {h.n_ff, h.n_embd}, true, "n_ff mismatch?"));
-    LAYA_TRY(get(b + "attn_q.bias", &L.bq, {h.q_dim()}, arch_->qkv_bias, "n_head mismatch?"));
-    LAYA_TRY(get(b + "attn_k.bias", &L.bk, {h.kv_dim()}, arch_->qkv_bias, "n_head_kv mismatch?"));
-    LAYA_TRY(get(b + "attn_v.bias", &L.bv, {h.kv_dim()}, arch_->qkv_bias, "n_head_kv mismatch?"));
-    LAYA_TRY(get(b + "attn_q_norm.weight", &L.q_norm, {h.head_dim}, arch_->qk_norm, "head_dim mismatch?"));
-    LAYA_TRY(get(b + "attn_k_norm.weight", &L.k_norm, {h.head_dim}, arch_->qk_norm, "head_dim mismatch?"));
-  }
-  // Vectors must be float32 for the kernels: convert F16/BF16 ones (HF bf16
-  // checkpoints) into owned buffers.
-  auto to_f32 = [&](Tensor& t) -> Status {
-    if (!t.present() || t.type == DType::F32) return Status::Ok();
-    if (t.type != DType::F16 && t.type != DType::BF16) {
-      return Status(StatusCode::kUnsupported, strformat("%s: tensor '%s' is %s; norms and biases must be F32, F16 or BF16",
-                                                        file.c_str(), t.name.c_str(), dtype_name(t.type)));
-    }
-    const int64_t n = t.ne[0];
-    auto& buf = owned_f32_.emplace_back(static_cast<size_t>(n));
-    const uint16_t* src = reinterpret_cast<const uint16_t*>(t.data);
-    for (int64_t i = 0; i < n; ++i) {
-      uint16_t v;
-      std::memcpy(&v, src + i, 2);
-      buf[static_cast<size_t>(i)] = t.type == DType::F16 ? fp16_to_f32(v) : bf16_to_f32(v);
-    }
-    t.type = DType::F32;
-    t.data = reinterpret_cast<const uint8_t*>(buf.data());
-    t.nbytes = static_cast<size_t>(n) * 4;
-    return Status::Ok();
-  };
-  LAYA_TRY(to_f32(w_.output_norm));
-  for (auto& L : w_.layers) {
-    for (Tensor* t : {&L.attn_norm, &L.ffn_norm, &L.bq, &L.bk, &L.bv, &L.q_norm, &L.k_norm}) LAYA_TRY(to_f32(*t));
+    return Status(StatusCode::kCorrupt, fmt::format("{}: head_dim {} must be even and n_head {} a multiple of n_head_kv {}",
+                                                    path_, h.head_dim, h.n_head, h.n_head_kv));
   }
   return Status::Ok();
 }
+
+Status Model::bind_tensor(const TensorSpec& spec, int64_t layer, Tensor* out) const {
+  const std::string name = spec.gguf_name(layer);
+  const Tensor* t = find(all_, name);
+  if (!t) {
+    if (!spec.expected(arch_->flags())) return Status::Ok();
+    return Status(StatusCode::kNotFound, fmt::format("{}: tensor '{}' is missing (architecture {})", path_, name, hp_.arch));
+  }
+  int64_t want[2];
+  for (int d = 0; d < spec.n_dims; ++d) want[d] = dim_value(spec.shape[d], hp_);
+  bool ok = t->n_dims >= spec.n_dims;
+  for (int d = 0; d < 4; ++d) {
+    if (t->ne[d] != (d < spec.n_dims ? want[d] : 1)) ok = false;
+  }
+  if (!ok) {
+    std::string ws = "[";
+    for (int d = 0; d < spec.n_dims; ++d) ws += (d ? ", " : "") + std::to_string(want[d]);
+    ws += "]";
+    return Status(StatusCode::kCorrupt, fmt::format("{}: tensor '{}': shape {}, expected {} ({})", path_, name,
+                                                    t->shape_string(), ws, spec.hint));
+  }
+  if (!dtype_info(t->type).supported) {
+    return Status(StatusCode::kUnsupported, fmt::format("{}: tensor '{}': type {} is not supported (supported: F32, F16, "
+                                                        "BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)",
+                                                        path_, name, dtype_name(t->type)));
+  }
+  *out = *t;
+  return Status::Ok();
+}
+
+Status Model::set_rope_factors(const Tensor& rf) {
+  if (rf.type != DType::F32) {
+    return Status(StatusCode::kUnsupported, fmt::format("{}: rope_freqs.weight has type {}, expected F32", path_,
+                                                        dtype_name(rf.type)));
+  }
+  hp_.rope_freq_factors.resize(static_cast<size_t>(hp_.head_dim / 2));
+  std::memcpy(hp_.rope_freq_factors.data(), rf.data, rf.nbytes);
+  return Status::Ok();
+}
+
+Status Model::bind_weights() {
+  LAYA_TRY(check_attention_shape());
+  const std::span<const TensorSpec> specs = arch_->tensors();
+  // The vocabulary size is the embedding's row count.
+  const Tensor* emb = nullptr;
+  for (const TensorSpec& s : specs)
+    if (s.role == TensorRole::kEmbedding) emb = find(all_, s.gguf);
+  if (!emb) return Status(StatusCode::kNotFound, fmt::format("{}: tensor 'token_embd.weight' is missing", path_));
+  hp_.n_vocab = emb->ne[1];
+  w_.arch = arch_;
+  for (const TensorSpec* s : loader_order(specs, false)) {
+    Tensor t;
+    LAYA_TRY(bind_tensor(*s, 0, &t));
+    if (s->role == TensorRole::kRopeFreqs && t.present()) LAYA_TRY(set_rope_factors(t));
+    if (s->model_field) w_.*(s->model_field) = std::move(t);
+  }
+  hp_.tied_embeddings = !w_.output.present();
+  if (hp_.tied_embeddings) w_.output = w_.tok_embd;
+  const std::vector<const TensorSpec*> layer_specs = loader_order(specs, true);
+  w_.layers.resize(static_cast<size_t>(hp_.n_layer));
+  for (int64_t il = 0; il < hp_.n_layer; ++il) {
+    LayerWeights& L = w_.layers[static_cast<size_t>(il)];
+    for (const TensorSpec* s : layer_specs) LAYA_TRY(bind_tensor(*s, il, &(L.*(s->layer_field))));
+  }
+  return convert_vectors_to_f32();
+}
+
+// Small vectors (norms, biases) are converted to float32 once; they are
+// < 0.1% of the weights. Matrices stay in the mapping.
+Status Model::convert_vectors_to_f32() {
+  const std::span<const TensorSpec> specs = arch_->tensors();
+  auto is_vector = [](const TensorSpec& s) { return s.role == TensorRole::kNorm || s.role == TensorRole::kBias; };
+  for (const TensorSpec* s : loader_order(specs, false))
+    if (is_vector(*s) && s->model_field) LAYA_TRY(vector_to_f32(w_.*(s->model_field)));
+  const std::vector<const TensorSpec*> layer_specs = loader_order(specs, true);
+  for (auto& L : w_.layers)
+    for (const TensorSpec* s : layer_specs)
+      if (is_vector(*s)) LAYA_TRY(vector_to_f32(L.*(s->layer_field)));
+  return Status::Ok();
+}
+
+// F16/BF16 vectors (HF bf16 checkpoints) into owned float32 buffers.
+Status Model::vector_to_f32(Tensor& t) {
+  if (!t.present() || t.type == DType::F32) return Status::Ok();
+  if (t.type != DType::F16 && t.type != DType::BF16) {
+    return Status(StatusCode::kUnsupported, fmt::format("{}: tensor '{}' is {}; norms and biases must be F32, F16 or BF16",
+                                                        path_, t.name, dtype_name(t.type)));
+  }
+  const int64_t n = t.ne[0];
+  auto& buf = owned_f32_.emplace_back(static_cast<size_t>(n));
+  const uint16_t* src = reinterpret_cast<const uint16_t*>(t.data);
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t v;
+    std::memcpy(&v, src + i, 2);
+    buf[static_cast<size_t>(i)] = t.type == DType::F16 ? fp16_to_f32(v) : bf16_to_f32(v);
+  }
+  t.type = DType::F32;
+  t.data = reinterpret_cast<const uint8_t*>(buf.data());
+  t.nbytes = static_cast<size_t>(n) * 4;
+  return Status::Ok();
+}
+
+// ---- the table-driven views of the weights -----------------------------------------
+
+void ModelWeights::for_each(const std::function<void(const TensorSpec&, const Tensor&)>& fn) const {
+  if (!arch) return;
+  const std::span<const TensorSpec> specs = arch->tensors();
+  for (const TensorSpec& s : specs)
+    if (!s.per_layer() && s.model_field && (this->*(s.model_field)).present()) fn(s, this->*(s.model_field));
+  for (const LayerWeights& L : layers)
+    for (const TensorSpec& s : specs)
+      if (s.per_layer() && (L.*(s.layer_field)).present()) fn(s, L.*(s.layer_field));
+}
+
+namespace {
+
+std::vector<const Tensor*> unique_by_data(const ModelWeights& w, bool matrices_only) {
+  std::vector<const Tensor*> out;
+  std::unordered_set<const uint8_t*> seen;
+  w.for_each([&](const TensorSpec& s, const Tensor& t) {
+    if (matrices_only && s.role != TensorRole::kMatrix) return;
+    if (seen.insert(t.data).second) out.push_back(&t);
+  });
+  return out;
+}
+
+}  // namespace
+
+std::vector<const Tensor*> ModelWeights::matrices() const { return unique_by_data(*this, true); }
+std::vector<const Tensor*> ModelWeights::all() const { return unique_by_data(*this, false); }
 
 }  // namespace laya

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@ namespace laya {
 namespace gguf { class File; }
 namespace safetensors { class File; }
 
+// The fields are what the forward pass reads by name (L.wq, L.bq ...); which
+// tensor binds to which field, and when a model has it, is the architecture's
+// table (model/arch.h).
 struct LayerWeights {
   Tensor attn_norm;                 // (n_embd)
   Tensor wq, wk, wv;                // (q_dim|kv_dim rows, n_embd cols)
@@ -33,6 +37,20 @@ struct ModelWeights {
   Tensor output_norm;               // (n_embd)
   Tensor output;                    // (n_vocab rows, n_embd cols); == tok_embd when tied
   std::vector<LayerWeights> layers;
+  // Whose tensor table the accessors below walk (set by the loader).
+  const ArchSpec* arch = nullptr;
+
+  // Every present matrix a matmul multiplies (output, then each layer's wq,
+  // wk, wv, wo, w_gate, w_up, w_down), once per data pointer: a tied output
+  // is tok_embd's data. What a backend prepares (the CPU backend packs them).
+  std::vector<const Tensor*> matrices() const;
+  // Every present, bound weight tensor (embedding, norms, biases, matrices,
+  // output), once per data pointer. What the engine locks in memory.
+  std::vector<const Tensor*> all() const;
+  // Calls fn for every present bound tensor with its table entry: model-wide
+  // ones first, then layer by layer. Not deduplicated: a tied output is
+  // visited as tok_embd (kEmbedding) and as output (kMatrix).
+  void for_each(const std::function<void(const TensorSpec&, const Tensor&)>& fn) const;
 };
 
 enum class ModelFormat { kGguf, kHfFolder };
@@ -61,6 +79,16 @@ class Model {
   Status load_gguf(const std::string& path);
   Status load_hf(const std::string& dir);
   Status bind_weights();  // fill w_ from all_ with shape checks
+  Status check_attention_shape() const;
+  // The tensor of `spec` (in layer `layer`) into *out, shape- and type-checked;
+  // leaves *out empty when the model need not have it and has not.
+  Status bind_tensor(const TensorSpec& spec, int64_t layer, Tensor* out) const;
+  Status set_rope_factors(const Tensor& rope_freqs);
+  // Norms and biases must be float32 for the kernels.
+  Status convert_vectors_to_f32();
+  Status vector_to_f32(Tensor& t);
+  // HF folder: the safetensors shards' tensors under their GGUF names.
+  Status map_hf_tensors(const std::string& dir, bool tied);
 
   std::string path_;
   ModelFormat format_ = ModelFormat::kGguf;

@@ -227,4 +227,9 @@ class EditTokenizer {
   bool last_full_ = true;
 };
 
+// GPT-2's byte-level alphabet: the UTF-8 of the printable character that
+// stands for byte `b` in byte-level BPE vocabularies (for writers of such
+// vocabularies, e.g. mkmodel's synthetic one).
+const std::string& byte_to_unicode(uint8_t b);
+
 }  // namespace laya::tok

@@ -33,16 +33,14 @@ double peak_rss_mb() {
   return static_cast<double>(ru.ru_maxrss) / 1024.0;
 }
 
-// Bytes of weights one decode step reads: every matrix once (the embedding
-// table only for one row, unless it doubles as the output matrix).
+// Bytes of weights one decode step reads: every tensor of the architecture's
+// table once, the embedding table only for one row (a tied output is visited
+// as the output too, so it counts whole).
 uint64_t bytes_per_token(const Model& m) {
-  const ModelWeights& w = m.weights();
-  uint64_t b = w.output.nbytes + w.output_norm.nbytes + w.tok_embd.row_stride();
-  for (const auto& L : w.layers) {
-    for (const Tensor* t : {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.bq, &L.bk, &L.bv, &L.q_norm, &L.k_norm, &L.wo,
-                            &L.ffn_norm, &L.w_gate, &L.w_up, &L.w_down})
-      if (t->present()) b += t->nbytes;
-  }
+  uint64_t b = 0;
+  m.weights().for_each([&](const TensorSpec& s, const Tensor& t) {
+    b += s.role == TensorRole::kEmbedding ? t.row_stride() : t.nbytes;
+  });
   return b;
 }
 

@@ -5,8 +5,10 @@
 #include <cstdio>
 #include <map>
 
+#include <fmt/format.h>
+
 #include "cli_util.h"
-#include "model/presets.h"
+#include "modelgen/presets.h"
 
 namespace laya::cli {
 
@@ -44,11 +46,11 @@ int cmd_mkmodel(int argc, char** argv) {
   const ModelPreset* p = find_preset(preset);
   if (!p)
     return report_error("mkmodel", Status(StatusCode::kInvalidArgument,
-                                          strformat("unknown preset '%s' (presets: %s)", preset.c_str(), names.c_str())));
+                                          fmt::format("unknown preset '{}' (presets: {})", preset, names)));
   MkModelOptions opt;
   if (!parse_mk_type(type_s, &opt.type))
     return report_error("mkmodel", Status(StatusCode::kInvalidArgument,
-                                          strformat("unknown --type '%s' (Q8_0, Q4_K_M, F16, BF16, F32)", type_s.c_str())));
+                                          fmt::format("unknown --type '{}' (Q8_0, Q4_K_M, F16, BF16, F32)", type_s)));
   if (plan_only) {
     std::map<std::string, std::pair<int, uint64_t>> by;
     for (const auto& t : plan_tensors(*p, opt.type)) {

@@ -12,6 +12,7 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "model/arch.h"
 
 namespace laya {
 
@@ -22,7 +23,7 @@ struct ModelPreset {
   double rope_theta = 10000;
   float rms_eps = 1e-5f;
   bool tied = true;      // no output.weight: the output projection is token_embd
-  bool qkv_bias = false;  // qwen2
+  bool qkv_bias = false;  // qwen2 (as its ArchSpec; the plan follows these)
   bool qk_norm = false;   // qwen3
   // Llama 3 rope scaling, written as rope_freqs.weight (factor 0 = none).
   double rope_factor = 0, rope_low_freq = 1, rope_high_freq = 4;
@@ -42,16 +43,15 @@ enum class MkType { kF32 = 0, kF16 = 1, kQ8_0 = 7, kQ4_K_M = 15, kBF16 = 32 };
 bool parse_mk_type(std::string_view s, MkType* out);  // "Q8_0", "Q4_K_M", "F16", "BF16", "F32"
 const char* mk_type_name(MkType t);
 
-enum class TensorRole { kWeight, kEmbedding, kNorm, kBias, kRopeFreqs };
-
 struct PlannedTensor {
   std::string name;
   std::vector<int64_t> ne;  // ne[0] = row length
   DType type = DType::F32;
-  TensorRole role = TensorRole::kWeight;
+  TensorRole role = TensorRole::kMatrix;
 };
 
-// The tensors of a preset, in file order, with the type each gets for `type`.
+// The tensors of a preset (its architecture's table, model/arch.h), in file
+// order, with the type each gets for `type`; empty for an unknown architecture.
 // Q4_K_M follows llama.cpp's llama_tensor_get_type (src/llama-quant.cpp):
 // Q4_K by default; token_embd of a tied model (= the output) Q6_K; attn_v and
 // ffn_down Q6_K on "use_more_bits" layers; rows not a multiple of 256 fall

@@ -1,0 +1,199 @@
+// The random-weight GGUF writer behind `laya mkmodel`: a preset's metadata,
+// tokenizer and tensor plan, with seeded normal-ish weights quantized by the
+// CPU backend's reference quantizers (modelgen is a tool-level library above
+// the backend).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "backend/cpu/quantize.h"
+#include "core/random.h"
+#include "format/gguf_writer.h"
+#include "model/hparams.h"
+#include "modelgen/presets.h"
+#include "modelgen/vocab.h"
+
+namespace laya {
+
+namespace {
+
+using modelgen::VocabMeta;
+
+// Normal-ish values (Irwin–Hall of four 16-bit uniforms: mean 0, std `std`,
+// bounded at ±3.46 std), from xorshift64*.
+void fill_normal(float* x, int64_t n, uint64_t seed, float mean, float std) {
+  uint64_t s = seed;
+  uint64_t state = splitmix64(s) | 1;
+  const float scale = std / (65536.0f * 0.57735027f);  // sqrt(4/12) * 65536
+  const float offset = 2.0f * 65535.0f / 2.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    state ^= state >> 12;
+    state ^= state << 25;
+    state ^= state >> 27;
+    const uint64_t r = state * 0x2545F4914F6CDD1Dull;
+    const float sum = static_cast<float>((r & 0xFFFF) + ((r >> 16) & 0xFFFF) + ((r >> 32) & 0xFFFF) + (r >> 48));
+    x[i] = mean + (sum - 2.0f * offset) * scale;
+  }
+}
+
+// The preset's tokenizer.json (given, or its fixture), else a synthetic
+// vocabulary; padded up to n_vocab.
+Status load_vocab(const ModelPreset& p, const MkModelOptions& opt, VocabMeta* vocab) {
+  std::string tok_path = opt.tokenizer_json;
+  if (tok_path.empty()) tok_path = modelgen::find_fixture_tokenizer(p, opt.fixtures_dir);
+  if (!tok_path.empty()) {
+    LAYA_TRY(modelgen::hf_vocab(p, tok_path, vocab).with_context("tokenizer"));
+  } else {
+    modelgen::synthetic_vocab(p, vocab);
+  }
+  while (static_cast<int64_t>(vocab->tokens.size()) < p.n_vocab) {
+    vocab->tokens.push_back("[PAD" + std::to_string(vocab->tokens.size()) + "]");
+    vocab->types.push_back(modelgen::kUnused);
+  }
+  return Status::Ok();
+}
+
+// The metadata convert_hf_to_gguf.py writes for this architecture.
+void write_metadata(const ModelPreset& p, MkType type, const VocabMeta& vocab, gguf::Writer& w) {
+  const std::string a = p.arch + ".";
+  w.set_string("general.architecture", p.arch);
+  w.set_string("general.type", "model");
+  w.set_string("general.name", p.name + " (random weights, laya mkmodel)");
+  w.set_u32("general.file_type", static_cast<uint32_t>(type));
+  w.set_u32("general.quantization_version", 2);
+  w.set_u32(a + "context_length", static_cast<uint32_t>(p.n_ctx));
+  w.set_u32(a + "embedding_length", static_cast<uint32_t>(p.n_embd));
+  w.set_u32(a + "block_count", static_cast<uint32_t>(p.n_layer));
+  w.set_u32(a + "feed_forward_length", static_cast<uint32_t>(p.n_ff));
+  w.set_u32(a + "attention.head_count", static_cast<uint32_t>(p.n_head));
+  w.set_u32(a + "attention.head_count_kv", static_cast<uint32_t>(p.n_head_kv));
+  w.set_f32(a + "rope.freq_base", static_cast<float>(p.rope_theta));
+  w.set_f32(a + "attention.layer_norm_rms_epsilon", p.rms_eps);
+  w.set_u32(a + "rope.dimension_count", static_cast<uint32_t>(p.head_dim));
+  if (p.qk_norm || p.head_dim * p.n_head != p.n_embd) {
+    w.set_u32(a + "attention.key_length", static_cast<uint32_t>(p.head_dim));
+    w.set_u32(a + "attention.value_length", static_cast<uint32_t>(p.head_dim));
+  }
+  w.set_u32(a + "vocab_size", static_cast<uint32_t>(p.n_vocab));
+  w.set_string("tokenizer.ggml.model", vocab.model);
+  w.set_string("tokenizer.ggml.pre", vocab.pre);
+  w.set_string_array("tokenizer.ggml.tokens", vocab.tokens);
+  w.set_i32_array("tokenizer.ggml.token_type", vocab.types);
+  w.set_string_array("tokenizer.ggml.merges", vocab.merges);
+  if (vocab.bos >= 0) w.set_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(vocab.bos));
+  if (vocab.eos >= 0) w.set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(vocab.eos));
+  if (vocab.pad >= 0) w.set_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(vocab.pad));
+  w.set_bool("tokenizer.ggml.add_bos_token", vocab.add_bos);
+}
+
+// Streams one tensor's random rows, quantized, in batches of ~32 MB split
+// over the threads. Each row's values depend only on (seed, tensor, row), so
+// the file is the same for any thread count.
+class TensorWriter {
+ public:
+  TensorWriter(const ModelPreset& p, const MkModelOptions& opt, uint64_t file_bytes, gguf::Writer& w)
+      : p_(p), opt_(opt), file_bytes_(file_bytes), w_(w) {
+    n_threads_ = opt.n_threads > 0 ? opt.n_threads : static_cast<int>(std::thread::hardware_concurrency());
+    if (n_threads_ < 1) n_threads_ = 1;
+    rows_.resize(static_cast<size_t>(n_threads_));
+  }
+
+  Status write(const PlannedTensor& t, size_t index) {
+    if (t.role == TensorRole::kRopeFreqs) {
+      std::vector<float> f = llama3_rope_factors(p_.head_dim, p_.rope_theta, p_.rope_factor, p_.rope_low_freq,
+                                                 p_.rope_high_freq, static_cast<double>(p_.rope_orig_ctx));
+      return w_.write(f.data(), f.size() * sizeof(float));
+    }
+    const int64_t ncols = t.ne[0];
+    int64_t nrows = 1;
+    for (size_t d = 1; d < t.ne.size(); ++d) nrows *= t.ne[d];
+    const size_t rb = row_bytes(t.type, ncols);
+    float mean = 0, stdv = 0.02f;
+    if (t.role == TensorRole::kNorm) mean = 1.0f, stdv = 0.05f;
+    const uint64_t tseed = opt_.seed * 0x100000001B3ull + index * 0x9E3779B97F4A7C15ull;
+    const int64_t batch = std::max<int64_t>(1, static_cast<int64_t>((size_t{32} << 20) / rb));
+    for (int64_t r0 = 0; r0 < nrows; r0 += batch) {
+      const int64_t nr = std::min(batch, nrows - r0);
+      buf_.resize(static_cast<size_t>(nr) * rb);
+      auto work = [&](int tid) {
+        std::vector<float>& row = rows_[static_cast<size_t>(tid)];
+        row.resize(static_cast<size_t>(ncols));
+        for (int64_t r = tid; r < nr; r += n_threads_) {
+          uint64_t s = tseed + static_cast<uint64_t>(r0 + r);
+          fill_normal(row.data(), ncols, splitmix64(s), mean, stdv);
+          cpu::quantize_row(t.type, row.data(), buf_.data() + static_cast<size_t>(r) * rb, ncols);
+        }
+      };
+      run_threads(static_cast<int>(std::min<int64_t>(n_threads_, nr)), work);
+      LAYA_TRY(w_.write(buf_.data(), buf_.size()));
+      done_bytes_ += buf_.size();
+      if (opt_.verbose) {
+        std::fprintf(stderr, "\r  %-28s %-5s %5.1f%% of %.1f MB", t.name.c_str(), dtype_name(t.type),
+                     100.0 * static_cast<double>(done_bytes_) / static_cast<double>(file_bytes_), file_bytes_ / 1048576.0);
+        std::fflush(stderr);
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  template <typename F>
+  static void run_threads(int nt, F& work) {
+    if (nt <= 1) return work(0);
+    std::vector<std::thread> th;
+    for (int k = 1; k < nt; ++k) th.emplace_back(work, k);
+    work(0);
+    for (auto& x : th) x.join();
+  }
+
+  const ModelPreset& p_;
+  const MkModelOptions& opt_;
+  const uint64_t file_bytes_;
+  gguf::Writer& w_;
+  int n_threads_ = 1;
+  std::vector<uint8_t> buf_;
+  std::vector<std::vector<float>> rows_;
+  uint64_t done_bytes_ = 0;
+};
+
+}  // namespace
+
+Result<MkModelReport> make_random_model(const ModelPreset& p, const MkModelOptions& opt, const std::string& path) {
+  const auto t0 = std::chrono::steady_clock::now();
+  MkModelReport rep;
+  if (!find_arch_by_gguf_name(p.arch)) {
+    return Status(StatusCode::kUnsupported, fmt::format("preset '{}': architecture '{}' is not supported (supported: {})",
+                                                        p.name, p.arch, supported_arch_list()));
+  }
+  gguf::Writer w(32);
+  {
+    VocabMeta vocab;  // freed once the writer holds the encoded bytes
+    LAYA_TRY(load_vocab(p, opt, &vocab));
+    rep.tokenizer_source = vocab.source;
+    rep.n_tokens_real = vocab.n_real;
+    write_metadata(p, opt.type, vocab, w);
+  }
+  const std::vector<PlannedTensor> plan = plan_tensors(p, opt.type);
+  for (const auto& t : plan) {
+    LAYA_ASSIGN_OR_RETURN(size_t idx, w.add_tensor(t.name, t.type, t.ne));
+    (void)idx;
+    int64_t ne = 1;
+    for (int64_t d : t.ne) ne *= d;
+    rep.n_params += static_cast<uint64_t>(ne);
+    if (!cpu::can_quantize(t.type))
+      return Status(StatusCode::kUnsupported, fmt::format("tensor '{}': no quantizer for {}", t.name, dtype_name(t.type)));
+  }
+  rep.file_bytes = w.file_size();
+  LAYA_TRY(w.begin(path));
+  TensorWriter tw(p, opt, rep.file_bytes, w);
+  for (size_t ti = 0; ti < plan.size(); ++ti) LAYA_TRY(tw.write(plan[ti], ti));
+  if (opt.verbose) std::fprintf(stderr, "\n");
+  LAYA_TRY(w.finish());
+  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return rep;
+}
+
+}  // namespace laya
