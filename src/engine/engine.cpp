@@ -10,27 +10,6 @@ namespace laya {
 
 namespace {
 
-// Every matrix a matmul multiplies (what a backend may repack), the output
-// projection once when it is the tied embedding.
-std::vector<const Tensor*> weight_matrices(const ModelWeights& w) {
-  std::vector<const Tensor*> mats = {&w.output};
-  for (const auto& L : w.layers)
-    for (const Tensor* t : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) mats.push_back(t);
-  return mats;
-}
-
-// Every tensor the forward pass reads.
-std::vector<const Tensor*> weight_tensors(const ModelWeights& w) {
-  std::vector<const Tensor*> all = {&w.tok_embd, &w.output_norm};
-  if (w.output.data != w.tok_embd.data) all.push_back(&w.output);
-  for (const auto& L : w.layers) {
-    for (const Tensor* t : {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.bq, &L.bk, &L.bv, &L.q_norm, &L.k_norm, &L.wo,
-                            &L.ffn_norm, &L.w_gate, &L.w_up, &L.w_down})
-      if (t->present()) all.push_back(t);
-  }
-  return all;
-}
-
 // The root of every KV block's content key: what makes two blocks of the
 // same tokens interchangeable — the model (hyper-parameters, tensor names,
 // types and shapes, and a sample of each tensor's bytes: cheap, and two files
@@ -102,8 +81,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
   LAYA_ASSIGN_OR_RETURN(std::unique_ptr<Backend> be, make_backend(o.backend, bo, lim));
   e->backend_ = std::move(be);
   const ModelWeights& w = e->model_->weights();
-  LAYA_TRY(e->backend_->prepare_weights(o.pack_weights ? weight_matrices(w) : std::vector<const Tensor*>{},
-                                        weight_tensors(w)));
+  LAYA_TRY(e->backend_->prepare_weights(o.pack_weights ? w.matrices() : std::vector<const Tensor*>{}, w.all()));
   LAYA_ASSIGN_OR_RETURN(e->scratch_, ForwardScratch::create(*e->backend_, hp, o.n_batch));
   LAYA_TRY(e->make_rope_table());
 

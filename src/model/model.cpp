@@ -165,7 +165,7 @@ Status Model::bind_tensor(const TensorSpec& spec, int64_t layer, Tensor* out) co
   const std::string name = spec.gguf_name(layer);
   const Tensor* t = find(all_, name);
   if (!t) {
-    if (!spec.expected(arch_->flags())) return Status::Ok();
+    if (!spec.expected(flags_)) return Status::Ok();
     return Status(StatusCode::kNotFound, fmt::format("{}: tensor '{}' is missing (architecture {})", path_, name, hp_.arch));
   }
   int64_t want[2];
@@ -210,6 +210,16 @@ Status Model::bind_weights() {
   if (!emb) return Status(StatusCode::kNotFound, fmt::format("{}: tensor 'token_embd.weight' is missing", path_));
   hp_.n_vocab = emb->ne[1];
   w_.arch = arch_;
+  // Which optional tensors this model has, decided once: the architecture's
+  // flags, or the file having layer 0's tensor of a group (e.g. a Llama file
+  // with q/k/v biases). Every layer must then have them, and the forward
+  // pass reads the same flags.
+  flags_ = arch_->flags();
+  for (const TensorSpec& sp : specs) {
+    if (!sp.per_layer() || !find(all_, sp.gguf_name(0))) continue;
+    if (sp.when == When::kQkvBias) flags_.qkv_bias = true;
+    if (sp.when == When::kQkNorm) flags_.qk_norm = true;
+  }
   for (const TensorSpec* s : loader_order(specs, false)) {
     Tensor t;
     LAYA_TRY(bind_tensor(*s, 0, &t));
@@ -217,6 +227,8 @@ Status Model::bind_weights() {
     if (s->model_field) w_.*(s->model_field) = std::move(t);
   }
   hp_.tied_embeddings = !w_.output.present();
+  flags_.untied_output = !hp_.tied_embeddings;
+  flags_.rope_freqs = !hp_.rope_freq_factors.empty();
   if (hp_.tied_embeddings) w_.output = w_.tok_embd;
   const std::vector<const TensorSpec*> layer_specs = loader_order(specs, true);
   w_.layers.resize(static_cast<size_t>(hp_.n_layer));

@@ -63,6 +63,9 @@ class Model {
 
   const HParams& hparams() const { return hp_; }
   const ArchSpec& arch() const { return *arch_; }
+  // The optional tensors this model has (q/k/v biases, q/k norms, ...): the
+  // architecture's flags, or present in the file for every layer.
+  const TensorFlags& flags() const { return flags_; }
   const ModelWeights& weights() const { return w_; }
   ModelFormat format() const { return format_; }
   const std::string& path() const { return path_; }
@@ -93,6 +96,7 @@ class Model {
   std::string path_;
   ModelFormat format_ = ModelFormat::kGguf;
   const ArchSpec* arch_ = nullptr;
+  TensorFlags flags_;
   HParams hp_;
   ModelWeights w_;
   std::vector<Tensor> all_;

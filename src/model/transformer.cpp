@@ -26,7 +26,7 @@ Result<ForwardScratch> ForwardScratch::create(Backend& be, const HParams& hp, in
 Status transformer_forward(const Model& model, Backend& be, const RopeTable& rope, const KvLayerView& kv,
                            ForwardScratch& s, const int32_t* tokens, int64_t n, int64_t pos0) {
   const HParams& hp = model.hparams();
-  const ArchSpec& arch = model.arch();
+  const TensorFlags& has = model.flags();
   const ModelWeights& W = model.weights();
   const int64_t E = hp.n_embd, HD = hp.head_dim, KV = hp.kv_dim();
   const AttentionShape ash{hp.n_head, hp.n_head_kv, HD, static_cast<float>(1.0 / std::sqrt(static_cast<double>(HD)))};
@@ -43,12 +43,12 @@ Status transformer_forward(const Model& model, Backend& be, const RopeTable& rop
                               {&L.wk, k},   // (n, KV)
                               {&L.wv, v}};  // (n, KV)
     LAYA_TRY(be.matmul_group(qkv, 3, xn, n));
-    if (arch.qkv_bias) {  // qwen2
+    if (has.qkv_bias) {  // qwen2
       LAYA_TRY(be.add_bias(q, L.bq, n, hp.q_dim()));
       LAYA_TRY(be.add_bias(k, L.bk, n, KV));
       LAYA_TRY(be.add_bias(v, L.bv, n, KV));
     }
-    if (arch.qk_norm) {  // qwen3: RMSNorm over each head
+    if (has.qk_norm) {  // qwen3: RMSNorm over each head
       LAYA_TRY(be.rms_norm(q, L.q_norm, n * hp.n_head, HD, hp.rms_eps, q));
       LAYA_TRY(be.rms_norm(k, L.k_norm, n * hp.n_head_kv, HD, hp.rms_eps, k));
     }
