@@ -27,6 +27,7 @@
 
 #include "cli_util.h"
 #include "engine/engine.h"
+#include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
 
 namespace laya::cli {
@@ -134,14 +135,8 @@ class Typist {
   Typist(Engine& eng, const tok::Tokenizer& tk, int max_tokens, bool heal)
       : eng_(eng), tk_(tk), max_tokens_(max_tokens), heal_(heal) {
     seq_ = eng_.new_sequence();
-    const int64_t n = eng_.n_vocab();
-    stop_.assign(static_cast<size_t>(n), 0);
-    banned_.assign(static_cast<size_t>(n), 0);
-    for (int64_t v = 0; v < n && v < tk_.n_vocab(); ++v) {
-      const int32_t id = static_cast<int32_t>(v);
-      if (id == eng_.hparams().eos_id || tk_.is_eog(id)) stop_[v] = 1;
-      else if (tk_.is_control(id)) banned_[v] = 1;  // FIM markers, BOS: never part of a suggestion
-    }
+    // eog ends a suggestion; control (FIM markers, BOS) is never part of one.
+    masks_ = continuation_masks(tk_, static_cast<int>(eng_.n_vocab()), eng_.hparams().eos_id);
   }
 
   // Greedy suggestion (code points) for the context text; fills token counters.
@@ -171,15 +166,16 @@ class Typist {
       const float* lg = eng_.logits();
       int32_t best = -1;
       for (int64_t v = 0; v < n_vocab; ++v) {
-        if (banned_[v]) continue;
+        const int32_t id = static_cast<int32_t>(v);
+        if (masks_.control.contains(id)) continue;
         if (i == 0 && !heal_prefix.empty()) {
-          if (stop_[v]) continue;
-          const std::string& b = tk_.token_bytes(static_cast<int32_t>(v));
+          if (masks_.eog.contains(id)) continue;
+          const std::string& b = tk_.token_bytes(id);
           if (b.size() < heal_prefix.size() || b.compare(0, heal_prefix.size(), heal_prefix) != 0) continue;
         }
-        if (best < 0 || lg[v] > lg[best]) best = static_cast<int32_t>(v);
+        if (best < 0 || lg[v] > lg[best]) best = id;
       }
-      if (best < 0 || stop_[best]) break;
+      if (best < 0 || masks_.eog.contains(best)) break;
       const std::string& b = tk_.token_bytes(best);
       text += (i == 0 && !heal_prefix.empty()) ? b.substr(heal_prefix.size()) : b;
       if (i + 1 == max_tokens_ || seq_->n_past() >= seq_->n_ctx()) break;
@@ -201,7 +197,7 @@ class Typist {
   const tok::Tokenizer& tk_;
   int max_tokens_;
   bool heal_;
-  std::vector<uint8_t> stop_, banned_;
+  ContinuationMasks masks_;
   std::unique_ptr<Sequence> seq_;
 };
 
