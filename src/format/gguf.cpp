@@ -183,6 +183,18 @@ class Parser {
   }
 
   Status parse(File* f) {
+    uint64_t n_tensors = 0, n_kv = 0;
+    LAYA_TRY(parse_header(f, &n_tensors, &n_kv));
+    for (uint64_t k = 0; k < n_kv; ++k) LAYA_TRY(parse_metadata_entry(f));
+    LAYA_TRY(apply_alignment(f));
+    f->tensors_.resize(static_cast<size_t>(n_tensors));
+    for (uint64_t ti = 0; ti < n_tensors; ++ti) LAYA_TRY(parse_tensor_info(f, static_cast<size_t>(ti)));
+    return locate_tensor_data(f);
+  }
+
+ private:
+  // Magic, version and the two counts (checked against the bytes left).
+  Status parse_header(File* f, uint64_t* n_tensors, uint64_t* n_kv) {
     uint32_t magic = 0;
     if (size_ < 4) return fail(StatusCode::kCorrupt, "file too small to be GGUF (no magic)");
     LAYA_TRY(read(&magic, "magic"));
@@ -195,102 +207,116 @@ class Parser {
       return Status(StatusCode::kUnsupported,
                     strformat("%s: GGUF version %u is not supported (expected 2 or 3)", name_.c_str(), f->version_));
     }
-    uint64_t n_tensors = 0, n_kv = 0;
-    LAYA_TRY(read(&n_tensors, "tensor count"));
-    LAYA_TRY(read(&n_kv, "metadata count"));
+    LAYA_TRY(read(n_tensors, "tensor count"));
+    LAYA_TRY(read(n_kv, "metadata count"));
     // A key/value needs >= 8+4+1 bytes, a tensor info >= 8+4+8+4+8.
-    if (n_kv > remaining() / 13) {
+    if (*n_kv > remaining() / 13) {
       return fail(StatusCode::kCorrupt, strformat("metadata count %llu cannot fit in the %zu bytes left (file truncated or corrupt)",
-                                                  static_cast<unsigned long long>(n_kv), remaining()));
+                                                  static_cast<unsigned long long>(*n_kv), remaining()));
     }
-    if (n_tensors > remaining() / 32) {
+    if (*n_tensors > remaining() / 32) {
       return fail(StatusCode::kCorrupt, strformat("tensor count %llu cannot fit in the %zu bytes left (file truncated or corrupt)",
-                                                  static_cast<unsigned long long>(n_tensors), remaining()));
+                                                  static_cast<unsigned long long>(*n_tensors), remaining()));
     }
-    for (uint64_t k = 0; k < n_kv; ++k) {
-      std::string_view key;
-      LAYA_TRY(read_string(&key, "metadata key"));
-      uint32_t t = 0;
-      LAYA_TRY(read(&t, "metadata value type"));
-      std::string keys(key);
-      if (!valid_type(t)) {
-        return fail(StatusCode::kCorrupt, strformat("key '%s': unknown value type %u (expected 0..12)", keys.c_str(), t));
-      }
-      Value v;
-      LAYA_TRY(read_value(static_cast<ValueType>(t), &v, keys, 0));
-      if (f->kv_.count(keys)) {
-        return fail(StatusCode::kCorrupt, strformat("duplicate metadata key '%s'", keys.c_str()));
-      }
-      f->kv_.emplace(std::move(keys), std::move(v));
+    return Status::Ok();
+  }
+
+  // One key / value pair into f->kv_ (keys are unique).
+  Status parse_metadata_entry(File* f) {
+    std::string_view key;
+    LAYA_TRY(read_string(&key, "metadata key"));
+    uint32_t t = 0;
+    LAYA_TRY(read(&t, "metadata value type"));
+    std::string keys(key);
+    if (!valid_type(t)) {
+      return fail(StatusCode::kCorrupt, strformat("key '%s': unknown value type %u (expected 0..12)", keys.c_str(), t));
     }
-    if (auto it = f->kv_.find("general.alignment"); it != f->kv_.end()) {
-      const Value& a = it->second;
-      if (!a.is_int() || a.type == ValueType::kBool) {
-        return Status(StatusCode::kCorrupt, strformat("%s: general.alignment has type %s, expected an integer (u32)",
-                                                      name_.c_str(), value_type_name(a.type)));
-      }
-      if (a.u == 0 || (a.u & (a.u - 1)) != 0 || a.u > (1u << 20)) {
-        return Status(StatusCode::kCorrupt, strformat("%s: general.alignment = %llu, expected a power of two from 1 to 1048576",
-                                                      name_.c_str(), static_cast<unsigned long long>(a.u)));
-      }
-      f->alignment_ = a.u;
+    Value v;
+    LAYA_TRY(read_value(static_cast<ValueType>(t), &v, keys, 0));
+    if (f->kv_.count(keys)) {
+      return fail(StatusCode::kCorrupt, strformat("duplicate metadata key '%s'", keys.c_str()));
     }
-    f->tensors_.resize(static_cast<size_t>(n_tensors));
-    for (uint64_t ti = 0; ti < n_tensors; ++ti) {
-      TensorInfo& t = f->tensors_[static_cast<size_t>(ti)];
-      std::string_view name;
-      LAYA_TRY(read_string(&name, "tensor name"));
-      t.name = std::string(name);
-      uint32_t n_dims = 0;
-      LAYA_TRY(read(&n_dims, "tensor n_dims"));
-      if (n_dims < 1 || n_dims > 4) {
-        return fail(StatusCode::kCorrupt, strformat("tensor '%s': n_dims = %u, expected 1..4", t.name.c_str(), n_dims));
-      }
-      t.n_dims = static_cast<int>(n_dims);
-      uint64_t total = 1;
-      for (uint32_t d = 0; d < n_dims; ++d) {
-        uint64_t ne = 0;
-        LAYA_TRY(read(&ne, "tensor dimension"));
-        if (ne > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
-            (ne != 0 && total > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / ne)) {
-          return fail(StatusCode::kCorrupt, strformat("tensor '%s': dimensions overflow 64 bits (dim %u = %llu)",
-                                                      t.name.c_str(), d, static_cast<unsigned long long>(ne)));
-        }
-        total *= ne;
-        t.ne[d] = static_cast<int64_t>(ne);
-      }
-      uint32_t type = 0;
-      LAYA_TRY(read(&type, "tensor type"));
-      const DTypeInfo* info = dtype_info(type);
-      if (!info) {
-        return fail(StatusCode::kUnsupported, strformat("tensor '%s': unknown ggml type %u", t.name.c_str(), type));
-      }
-      t.type = static_cast<DType>(type);
-      if (t.ne[0] % info->block_size != 0) {
-        return fail(StatusCode::kCorrupt, strformat("tensor '%s': row length %lld is not a multiple of the %s block size %lld",
-                                                    t.name.c_str(), static_cast<long long>(t.ne[0]), info->name,
-                                                    static_cast<long long>(info->block_size)));
-      }
-      LAYA_TRY(read(&t.offset, "tensor offset"));
-      if (t.offset % f->alignment_ != 0) {
-        return fail(StatusCode::kCorrupt, strformat("tensor '%s': offset %llu is not a multiple of the alignment %llu",
-                                                    t.name.c_str(), static_cast<unsigned long long>(t.offset),
-                                                    static_cast<unsigned long long>(f->alignment_)));
-      }
-      // bytes = total / block_size * block_bytes, overflow-checked.
-      uint64_t blocks = total / static_cast<uint64_t>(info->block_size);
-      if (blocks > std::numeric_limits<uint64_t>::max() / info->block_bytes) {
-        return fail(StatusCode::kCorrupt, strformat("tensor '%s': byte size overflows", t.name.c_str()));
-      }
-      t.nbytes = static_cast<size_t>(blocks * info->block_bytes);
-      if (f->tensor_index_.count(t.name)) {
-        return fail(StatusCode::kCorrupt, strformat("duplicate tensor name '%s'", t.name.c_str()));
-      }
-      f->tensor_index_.emplace(t.name, static_cast<size_t>(ti));
+    f->kv_.emplace(std::move(keys), std::move(v));
+    return Status::Ok();
+  }
+
+  // general.alignment, when present: an integer power of two up to 1 MiB.
+  Status apply_alignment(File* f) const {
+    auto it = f->kv_.find("general.alignment");
+    if (it == f->kv_.end()) return Status::Ok();
+    const Value& a = it->second;
+    if (!a.is_int() || a.type == ValueType::kBool) {
+      return Status(StatusCode::kCorrupt, strformat("%s: general.alignment has type %s, expected an integer (u32)",
+                                                    name_.c_str(), value_type_name(a.type)));
     }
-    // Data section starts at the next multiple of the alignment.
+    if (a.u == 0 || (a.u & (a.u - 1)) != 0 || a.u > (1u << 20)) {
+      return Status(StatusCode::kCorrupt, strformat("%s: general.alignment = %llu, expected a power of two from 1 to 1048576",
+                                                    name_.c_str(), static_cast<unsigned long long>(a.u)));
+    }
+    f->alignment_ = a.u;
+    return Status::Ok();
+  }
+
+  // Tensor info `ti`: name, shape, type, offset; its byte size, overflow-checked.
+  Status parse_tensor_info(File* f, size_t ti) {
+    TensorInfo& t = f->tensors_[ti];
+    std::string_view name;
+    LAYA_TRY(read_string(&name, "tensor name"));
+    t.name = std::string(name);
+    uint32_t n_dims = 0;
+    LAYA_TRY(read(&n_dims, "tensor n_dims"));
+    if (n_dims < 1 || n_dims > 4) {
+      return fail(StatusCode::kCorrupt, strformat("tensor '%s': n_dims = %u, expected 1..4", t.name.c_str(), n_dims));
+    }
+    t.n_dims = static_cast<int>(n_dims);
+    uint64_t total = 1;
+    for (uint32_t d = 0; d < n_dims; ++d) {
+      uint64_t ne = 0;
+      LAYA_TRY(read(&ne, "tensor dimension"));
+      if (ne > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
+          (ne != 0 && total > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / ne)) {
+        return fail(StatusCode::kCorrupt, strformat("tensor '%s': dimensions overflow 64 bits (dim %u = %llu)",
+                                                    t.name.c_str(), d, static_cast<unsigned long long>(ne)));
+      }
+      total *= ne;
+      t.ne[d] = static_cast<int64_t>(ne);
+    }
+    uint32_t type = 0;
+    LAYA_TRY(read(&type, "tensor type"));
+    const DTypeInfo* info = dtype_info(type);
+    if (!info) {
+      return fail(StatusCode::kUnsupported, strformat("tensor '%s': unknown ggml type %u", t.name.c_str(), type));
+    }
+    t.type = static_cast<DType>(type);
+    if (t.ne[0] % info->block_size != 0) {
+      return fail(StatusCode::kCorrupt, strformat("tensor '%s': row length %lld is not a multiple of the %s block size %lld",
+                                                  t.name.c_str(), static_cast<long long>(t.ne[0]), info->name,
+                                                  static_cast<long long>(info->block_size)));
+    }
+    LAYA_TRY(read(&t.offset, "tensor offset"));
+    if (t.offset % f->alignment_ != 0) {
+      return fail(StatusCode::kCorrupt, strformat("tensor '%s': offset %llu is not a multiple of the alignment %llu",
+                                                  t.name.c_str(), static_cast<unsigned long long>(t.offset),
+                                                  static_cast<unsigned long long>(f->alignment_)));
+    }
+    // bytes = total / block_size * block_bytes, overflow-checked.
+    uint64_t blocks = total / static_cast<uint64_t>(info->block_size);
+    if (blocks > std::numeric_limits<uint64_t>::max() / info->block_bytes) {
+      return fail(StatusCode::kCorrupt, strformat("tensor '%s': byte size overflows", t.name.c_str()));
+    }
+    t.nbytes = static_cast<size_t>(blocks * info->block_bytes);
+    if (f->tensor_index_.count(t.name)) {
+      return fail(StatusCode::kCorrupt, strformat("duplicate tensor name '%s'", t.name.c_str()));
+    }
+    f->tensor_index_.emplace(t.name, ti);
+    return Status::Ok();
+  }
+
+  // The data section starts at the next multiple of the alignment; every
+  // tensor must lie inside it.
+  Status locate_tensor_data(File* f) const {
     uint64_t data_start = (pos_ + f->alignment_ - 1) / f->alignment_ * f->alignment_;
-    if (n_tensors > 0 && data_start > size_) {
+    if (!f->tensors_.empty() && data_start > size_) {
       return Status(StatusCode::kCorrupt, strformat("%s: file truncated: data section would start at %llu, file has %zu bytes",
                                                     name_.c_str(), static_cast<unsigned long long>(data_start), size_));
     }
@@ -308,7 +334,6 @@ class Parser {
     return Status::Ok();
   }
 
- private:
   const uint8_t* p_;
   size_t size_;
   size_t pos_ = 0;
