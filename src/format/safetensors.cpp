@@ -1,12 +1,13 @@
 #include "format/safetensors.h"
 
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "core/io.h"
+#include "core/json.h"
 
 namespace laya::safetensors {
 
@@ -39,10 +40,11 @@ Result<std::unique_ptr<File>> File::parse(MappedFile map) {
                                                   name.c_str(), static_cast<unsigned long long>(hlen), size));
   }
   const char* hdr = reinterpret_cast<const char*>(p + 8);
-  nlohmann::json j = nlohmann::json::parse(hdr, hdr + hlen, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
+  Result<nlohmann::json> parsed = parse_json(std::string_view(hdr, static_cast<size_t>(hlen)), name + " header");
+  if (!parsed.ok() || !parsed->is_object()) {
     return Status(StatusCode::kCorrupt, strformat("%s: header is not a valid JSON object", name.c_str()));
   }
+  const nlohmann::json& j = *parsed;
   const uint64_t data_start = 8 + hlen;
   const uint64_t data_size = size - data_start;
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -120,14 +122,12 @@ const TensorInfo* File::find_tensor(const std::string& name) const {
 }
 
 Result<std::vector<std::string>> read_index(const std::string& index_path) {
-  std::ifstream in(index_path, std::ios::binary);
-  if (!in) return Status(StatusCode::kNotFound, strformat("%s: cannot open", index_path.c_str()));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
+  LAYA_ASSIGN_OR_RETURN(std::string text, read_file(index_path));
+  Result<nlohmann::json> parsed = parse_json(text, index_path);
+  if (!parsed.ok() || !parsed->is_object()) {
     return Status(StatusCode::kCorrupt, strformat("%s: not valid JSON", index_path.c_str()));
   }
+  const nlohmann::json& j = *parsed;
   auto wm = j.find("weight_map");
   if (wm == j.end() || !wm->is_object()) {
     return Status(StatusCode::kCorrupt, strformat("%s: missing object \"weight_map\"", index_path.c_str()));

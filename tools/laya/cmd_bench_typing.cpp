@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -26,6 +27,8 @@
 #include <vector>
 
 #include "cli_util.h"
+#include "core/io.h"
+#include "core/json.h"
 #include "engine/engine.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
@@ -83,42 +86,49 @@ struct Trace {
   std::u32string doc;
 };
 
+// One trace: a header line ({"trace": name}, optional) and events
+// {"op": insert|accept|delete|move, "pos": N, "text": ..., "n": N}. Errors
+// name the file, the line and the field.
 Result<Trace> load_trace(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status(StatusCode::kNotFound, "cannot open " + path);
+  LAYA_ASSIGN_OR_RETURN(std::string content, read_file(path));
   Trace t;
   std::string base = path.substr(path.find_last_of('/') + 1);
   if (base.size() > 6 && base.ends_with(".jsonl")) base.resize(base.size() - 6);
   t.name = base;
-  std::string line;
   size_t lineno = 0;
-  while (std::getline(f, line)) {
+  for (size_t start = 0; start < content.size();) {
+    size_t end = content.find('\n', start);
+    if (end == std::string::npos) end = content.size();
+    const std::string_view line(content.data() + start, end - start);
+    start = end + 1;
     ++lineno;
     if (line.empty()) continue;
-    json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
-      return Status(StatusCode::kCorrupt, strformat("%s:%zu: not a JSON object", path.c_str(), lineno));
+    const std::string where = fmt::format("{}:{}", path, lineno);
+    auto corrupt = [&](std::string_view what) { return Status(StatusCode::kCorrupt, fmt::format("{}: {}", where, what)); };
+    LAYA_ASSIGN_OR_RETURN(json j, parse_json(line, where));
+    if (!j.is_object()) return corrupt("not a JSON object");
     if (lineno == 1 && !j.contains("op")) {
       if (j.contains("trace") && j["trace"].is_string()) t.name = j["trace"].get<std::string>();
       continue;
     }
     if (!j.contains("op") || !j["op"].is_string() || !j.contains("pos") || !j["pos"].is_number_integer())
-      return Status(StatusCode::kCorrupt, strformat("%s:%zu: event needs op and pos", path.c_str(), lineno));
+      return corrupt("event needs op and pos");
     const std::string op = j["op"].get<std::string>();
     const int64_t pos = j["pos"].get<int64_t>();
-    if (pos < 0 || pos > static_cast<int64_t>(t.doc.size()))
-      return Status(StatusCode::kCorrupt, strformat("%s:%zu: pos %lld out of range", path.c_str(), lineno, (long long)pos));
+    if (pos < 0 || pos > static_cast<int64_t>(t.doc.size())) return corrupt(fmt::format("pos {} out of range", pos));
     if (op == "insert" || op == "accept") {
-      if (!j.contains("text") || !j["text"].is_string())
-        return Status(StatusCode::kCorrupt, strformat("%s:%zu: %s needs text", path.c_str(), lineno, op.c_str()));
+      if (!j.contains("text") || !j["text"].is_string()) return corrupt(fmt::format("{} needs text", op));
       t.doc.insert(static_cast<size_t>(pos), utf8_to_u32(j["text"].get<std::string>()));
     } else if (op == "delete") {
-      const int64_t n = j.value("n", int64_t{0});
-      if (n < 0 || pos + n > static_cast<int64_t>(t.doc.size()))
-        return Status(StatusCode::kCorrupt, strformat("%s:%zu: delete out of range", path.c_str(), lineno));
+      int64_t n = 0;
+      if (auto it = j.find("n"); it != j.end()) {
+        if (!it->is_number_integer()) return corrupt(fmt::format("field \"n\" is {}, expected an integer", it->type_name()));
+        n = it->get<int64_t>();
+      }
+      if (n < 0 || n > static_cast<int64_t>(t.doc.size()) - pos) return corrupt("delete out of range");
       t.doc.erase(static_cast<size_t>(pos), static_cast<size_t>(n));
     } else if (op != "move") {
-      return Status(StatusCode::kCorrupt, strformat("%s:%zu: unknown op '%s'", path.c_str(), lineno, op.c_str()));
+      return corrupt(fmt::format("unknown op '{}'", op));
     }
   }
   return t;
