@@ -211,6 +211,12 @@ class Typist {
   std::unique_ptr<Sequence> seq_;
 };
 
+// One line of the results table (ks: keystroke savings, ar: acceptance rate).
+void print_summary(const std::string& name, const TraceResult& r, double ks, double ar) {
+  fmt::print("{:<20} chars {:>6}  keystrokes {:>6}  savings {:>6.2f}%  accepted {:>5}/{:<5} ({:.1f}%)  {:.1f} s\n", name,
+             r.chars, r.keystrokes, 100 * ks, r.accepted, r.shown, 100 * ar, r.seconds);
+}
+
 // Accepted length: the common prefix of suggestion and document, cut back to
 // the last word boundary.
 int64_t accept_length(const std::u32string& sug, const char32_t* rest, int64_t n_rest) {
@@ -329,7 +335,7 @@ int cmd_bench_typing(int argc, char** argv) {
         r.accepted_chars += L;
         if (verbose) {
           std::string a = u32_to_utf8(doc.data() + pos, static_cast<size_t>(L));
-          std::fprintf(stderr, "[%s @%lld] +%lld %s\n", tr.value().name.c_str(), (long long)pos, (long long)L, a.c_str());
+          fmt::print(stderr, "[{} @{}] +{} {}\n", tr.value().name, pos, L, a);
         }
         pos += L;
       } else {
@@ -344,9 +350,7 @@ int cmd_bench_typing(int argc, char** argv) {
                            {"accepted_chars", r.accepted_chars}, {"prefill_tokens", r.prefill_tokens},
                            {"decode_steps", r.decode_steps}, {"seconds", r.seconds},
                            {"ms_per_suggestion", r.positions ? 1e3 * r.seconds / static_cast<double>(r.positions) : 0.0}};
-    std::printf("%-20s chars %6lld  keystrokes %6lld  savings %6.2f%%  accepted %5lld/%-5lld (%.1f%%)  %.1f s\n",
-                tr.value().name.c_str(), (long long)r.chars, (long long)r.keystrokes, 100 * ks, (long long)r.accepted,
-                (long long)r.shown, 100 * ar, r.seconds);
+    print_summary(tr.value().name, r, ks, ar);
     std::fflush(stdout);
     total.chars += r.chars;
     total.keystrokes += r.keystrokes;
@@ -356,9 +360,7 @@ int cmd_bench_typing(int argc, char** argv) {
   }
   const double ks = total.chars ? 1.0 - static_cast<double>(total.keystrokes) / static_cast<double>(total.chars) : 0.0;
   const double ar = total.shown ? static_cast<double>(total.accepted) / static_cast<double>(total.shown) : 0.0;
-  std::printf("%-20s chars %6lld  keystrokes %6lld  savings %6.2f%%  accepted %5lld/%-5lld (%.1f%%)  %.1f s\n", "overall",
-              (long long)total.chars, (long long)total.keystrokes, 100 * ks, (long long)total.accepted,
-              (long long)total.shown, 100 * ar, total.seconds);
+  print_summary("overall", total, ks, ar);
   out["keystroke_savings"] = ks;
   out["acceptance_rate"] = ar;
   out["chars"] = total.chars;
