@@ -184,5 +184,35 @@ TEST_F(CliFiles, BadTokenListAndOutOfRangeToken) {
   EXPECT_NE(r.out.find("token 99999 at index 1 is out of range [0, 512)"), std::string::npos) << r.out;
 }
 
+TEST_F(CliFiles, BenchTypingTraceErrorsNameLineAndField) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  const std::string model = fx + "/ref-models/qwen3-tiny/gguf/qwen3-tiny-q8_0.gguf";
+  const std::string head = "{\"trace\":\"t\"}\n{\"op\":\"insert\",\"pos\":0,\"text\":\"hello world\"}\n";
+  // A typed field of the wrong type was an uncaught nlohmann type_error (abort).
+  CliResult r = run("bench-typing -m " + model + " " + write("n.jsonl", head + "{\"op\":\"delete\",\"pos\":2,\"n\":\"3\"}\n"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("n.jsonl:3: field \"n\" is string, expected an integer"), std::string::npos) << r.out;
+  r = run("bench-typing -m " + model + " " + write("bad.jsonl", head + "{\"op\": \n"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("bad.jsonl:3: malformed JSON at byte"), std::string::npos) << r.out;
+  r = run("bench-typing -m " + model + " " + (dir_ / "none.jsonl").string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("none.jsonl: cannot open"), std::string::npos) << r.out;
+}
+
+TEST_F(CliFiles, TokenizeBatchBadLineIsAnErrorLine) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  const std::string model = fx + "/ref-models/qwen3-tiny/gguf/qwen3-tiny-q8_0.gguf";
+  const std::string in = write("in.jsonl", "{\"text\":\"a\"}\n{\"text\": \n[1]\n{\"text\":\"b\"}\n");
+  CliResult r = run("tokenize -m " + model + " --batch < " + in);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("stdin line 2: malformed JSON at byte"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stdin line 3: expected an object with a string field"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 input line(s) had errors"), std::string::npos) << r.out;
+  size_t ids = 0;
+  for (size_t p = r.out.find("{\"ids\":"); p != std::string::npos; p = r.out.find("{\"ids\":", p + 1)) ++ids;
+  EXPECT_EQ(ids, 2u) << r.out;
+}
+
 }  // namespace
 }  // namespace laya

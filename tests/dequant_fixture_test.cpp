@@ -9,8 +9,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -18,6 +16,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "core/dtype.h"
+#include "core/io.h"
 #include "core/fp16.h"
 #include "test_util.h"
 
@@ -33,9 +32,9 @@ struct LocatedTensor {
 class MiniGguf {
  public:
   bool open(const std::string& path, std::string* err) {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return fail(err, "cannot open " + path);
-    bytes_.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    Result<std::string> file = read_file(path);
+    if (!file.ok()) return fail(err, file.status().to_string());
+    bytes_.assign(file->begin(), file->end());
     pos_ = 0;
     uint32_t magic = 0, version = 0;
     if (!rd(&magic) || magic != 0x46554747u) return fail(err, "not a GGUF file");

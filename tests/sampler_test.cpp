@@ -7,8 +7,13 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <new>
+#include <string>
 #include <vector>
+
+#include "test_util.h"
+#include "tokenizer/tokenizer.h"
 
 // The counting operator new below allocates with malloc, so its delete frees
 // with free; GCC 12 flags the pair once inlined (-Wmismatched-new-delete).
@@ -471,6 +476,112 @@ TEST(SamplerAlloc, SampleDoesNotAllocate) {
   g_count_allocs = false;
   delete v;
   EXPECT_GE(g_allocs.load(), 1);
+}
+
+TEST(SamplerMask, MaskedIdNeverChosenEvenWithTheHighestLogit) {
+  std::vector<float> l = {0.5f, 1.0f, 9.0f, 0.9f, -2.0f};
+  TokenMask mask(5);
+  mask.add(2);
+  mask.add(2);   // twice: harmless
+  mask.add(-1);  // out of range: ignored
+  mask.add(5);
+  EXPECT_EQ(mask.ids().size(), 1u);
+  EXPECT_TRUE(mask.contains(2));
+  EXPECT_FALSE(mask.contains(1));
+  EXPECT_FALSE(mask.contains(99));
+
+  Sampler greedy({}, 5);
+  EXPECT_EQ(greedy.sample(l.data(), {}), 2);
+  greedy.set_mask(mask);
+  EXPECT_EQ(greedy.sample(l.data(), {}), 1);
+  TokenMask also(5);
+  also.add(1);
+  EXPECT_EQ(greedy.sample(l.data(), {}, &also), 3);  // the per-call mask adds to the sampler's
+  EXPECT_EQ(greedy.sample(l.data(), {}), 1);         // ... for that call only
+
+  for (SamplerParams p : {SamplerParams{.temperature = 1.0f}, SamplerParams{.temperature = 5.0f, .top_k = 2},
+                          SamplerParams{.temperature = 2.0f, .top_p = 0.5f},
+                          SamplerParams{.temperature = 2.0f, .min_p = 0.01f, .repeat_penalty = 1.5f}}) {
+    Sampler s(p, 5);
+    s.set_mask(mask);
+    std::vector<int32_t> hist = {2, 2, 1};
+    std::vector<int> counts(5, 0);
+    for (int i = 0; i < 2000; ++i) counts[s.sample(l.data(), hist, &also)]++;
+    EXPECT_EQ(counts[2], 0) << "temperature " << p.temperature << " top_k " << p.top_k;
+    EXPECT_EQ(counts[1], 0);
+    EXPECT_GT(counts[3], 0);
+  }
+}
+
+TEST(SamplerMask, EveryLogitNegativeInfinityGivesTheLowestUnmaskedId) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> l = {-inf, std::nanf(""), -inf, -inf};
+  TokenMask mask(4);
+  mask.add(0);
+  mask.add(1);
+  for (float temp : {0.0f, 1.0f}) {
+    SamplerParams p;
+    p.temperature = temp;
+    Sampler s(p, 4);
+    s.set_mask(mask);
+    EXPECT_EQ(s.sample(l.data(), {}), 2);
+  }
+}
+
+TEST(SamplerMask, MaskCostsNoAllocation) {
+  if (!LAYA_SAMPLER_COUNT_ALLOCS) GTEST_SKIP() << "allocation counting is off under AddressSanitizer";
+  const int n_vocab = 32000;
+  std::vector<float> l(n_vocab);
+  for (int i = 0; i < n_vocab; ++i) l[i] = std::sin(i * 0.01f) * 4;
+  TokenMask mask(n_vocab), first(n_vocab);
+  for (int i = 0; i < n_vocab; i += 7) mask.add(i);
+  first.add(3);
+  for (float temp : {0.0f, 0.8f}) {
+    SamplerParams p;
+    p.temperature = temp;
+    p.top_k = 40;
+    Sampler s(p, n_vocab);
+    s.set_mask(mask);
+    g_allocs = 0;
+    g_count_allocs = true;
+    int32_t t = 0;
+    for (int i = 0; i < 20; ++i) t = s.sample(l.data(), {}, i == 0 ? &first : nullptr);
+    g_count_allocs = false;
+    EXPECT_EQ(g_allocs.load(), 0) << "temperature " << temp;
+    EXPECT_FALSE(mask.contains(t));
+  }
+}
+
+TEST(SamplerMask, ContinuationMasksFromTokenTypes) {
+  const std::string fx = test::fixtures_dir();
+  if (fx.empty()) GTEST_SKIP() << "no fixtures";
+  auto r = tok::Tokenizer::from_path(fx + "/tokenizer/hf/qwen3/tokenizer.json");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const tok::Tokenizer& tk = *r.value();
+  const auto find = [&](const char* text) { return tk.find_token(text).value_or(-1); };
+  const int32_t endoftext = find("<|endoftext|>"), im_end = find("<|im_end|>"), im_start = find("<|im_start|>"),
+                hello = find("hello");
+  ASSERT_GE(endoftext, 0);
+  ASSERT_GE(im_end, 0);
+  ASSERT_GE(im_start, 0);
+  ASSERT_GE(hello, 0);
+  const ContinuationMasks m = continuation_masks(tk, tk.n_vocab(), endoftext);
+  EXPECT_TRUE(m.eog.contains(endoftext));
+  EXPECT_TRUE(m.eog.contains(im_end));
+  EXPECT_FALSE(m.control.contains(endoftext));
+  EXPECT_TRUE(m.control.contains(im_start));
+  EXPECT_FALSE(m.control.contains(hello));
+  EXPECT_FALSE(m.eog.contains(hello));
+  for (int32_t id : m.control.ids()) {
+    EXPECT_TRUE(tk.is_control(id));
+    EXPECT_FALSE(m.eog.contains(id));
+  }
+  // The model's eos id counts as end of generation even where the tokenizer
+  // does not say so; ids past n_vocab are in neither set.
+  EXPECT_TRUE(continuation_masks(tk, tk.n_vocab(), hello).eog.contains(hello));
+  const ContinuationMasks small = continuation_masks(tk, 1000, -1);
+  EXPECT_TRUE(small.control.empty());
+  EXPECT_EQ(small.control.n_vocab(), 1000);
 }
 
 }  // namespace

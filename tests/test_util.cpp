@@ -3,8 +3,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
+
+#include "core/io.h"
 
 namespace laya::test {
 
@@ -19,10 +20,8 @@ std::string fixtures_dir() {
 }
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  Result<std::string> r = read_file(path);
+  return r.ok() ? std::move(r).value() : std::string();
 }
 
 bool read_npy_f32(const std::string& path, NpyArray* out, std::string* err) {

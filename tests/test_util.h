@@ -25,6 +25,7 @@ struct NpyArray {
 // Reads a little-endian float32 C-order .npy file; fails the test on error.
 bool read_npy_f32(const std::string& path, NpyArray* out, std::string* err);
 
+// The whole file (laya::read_file), or "" when it cannot be read.
 std::string read_text_file(const std::string& path);
 
 }  // namespace laya::test

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,17 +15,17 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes) {
   if (fd < 0) {
     const int err = errno;
     return Status(err == ENOENT ? StatusCode::kNotFound : StatusCode::kIo,
-                  strformat("%s: cannot open (%s)", path.c_str(), std::strerror(err)));
+                  fmt::format("{}: cannot open ({})", path, std::strerror(err)));
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return Status(StatusCode::kInvalidArgument, strformat("%s: not a regular file", path.c_str()));
+    return Status(StatusCode::kInvalidArgument, fmt::format("{}: not a regular file", path));
   }
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {
     ::close(fd);
-    return Status(StatusCode::kOutOfRange, strformat("%s: %lld bytes, more than the %zu this reader accepts", path.c_str(),
-                                                     static_cast<long long>(st.st_size), max_bytes));
+    return Status(StatusCode::kOutOfRange,
+                  fmt::format("{}: {} bytes, more than the {} this reader accepts", path, st.st_size, max_bytes));
   }
   std::string out(static_cast<size_t>(st.st_size), '\0');
   size_t got = 0;
@@ -34,8 +35,8 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes) {
     if (n <= 0) {
       const int err = n < 0 ? errno : 0;
       ::close(fd);
-      return Status(StatusCode::kIo, strformat("%s: read failed after %zu of %zu bytes (%s)", path.c_str(), got, out.size(),
-                                               err ? std::strerror(err) : "file shrank"));
+      return Status(StatusCode::kIo, fmt::format("{}: read failed after {} of {} bytes ({})", path, got, out.size(),
+                                                 err ? std::strerror(err) : "file shrank"));
     }
     got += static_cast<size_t>(n);
   }

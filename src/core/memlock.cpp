@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -19,13 +20,13 @@ Status lock_pages(const void* p, size_t n, const char* what) {
   const int err = errno;
   struct rlimit rl {};
   getrlimit(RLIMIT_MEMLOCK, &rl);
-  const std::string limit = rl.rlim_cur == RLIM_INFINITY ? std::string("unlimited")
-                                                         : strformat("%llu KiB", static_cast<unsigned long long>(rl.rlim_cur / 1024));
+  const std::string limit =
+      rl.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : fmt::format("{} KiB", rl.rlim_cur / 1024);
   return Status(StatusCode::kOutOfMemory,
-                strformat("memory not locked: mlock of %s (%.1f MB) refused (%s; locked-memory limit %s); "
-                          "raise it (`ulimit -l unlimited`, or memlock in /etc/security/limits.conf) or turn locking "
-                          "off (--no-mlock); pages may be evicted and a token then waits for them",
-                          what, static_cast<double>(e - b) / 1e6, std::strerror(err), limit.c_str()));
+                fmt::format("memory not locked: mlock of {} ({:.1f} MB) refused ({}; locked-memory limit {}); raise it "
+                            "(`ulimit -l unlimited`, or memlock in /etc/security/limits.conf) or turn locking off "
+                            "(--no-mlock); pages may be evicted and a token then waits for them",
+                            what, static_cast<double>(e - b) / 1e6, std::strerror(err), limit));
 }
 
 long long locked_bytes() {

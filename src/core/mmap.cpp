@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,17 +29,17 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return Status(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kIo,
-                  strformat("%s: cannot open: %s", path.c_str(), std::strerror(errno)));
+                  fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   }
   struct stat st {};
   if (fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);
-    return Status(StatusCode::kIo, strformat("%s: stat failed: %s", path.c_str(), std::strerror(e)));
+    return Status(StatusCode::kIo, fmt::format("{}: stat failed: {}", path, std::strerror(e)));
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return Status(StatusCode::kInvalidArgument, strformat("%s: not a regular file", path.c_str()));
+    return Status(StatusCode::kInvalidArgument, fmt::format("{}: not a regular file", path));
   }
   MappedFile m;
   m.path_ = path;
@@ -48,7 +49,7 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
     if (p == MAP_FAILED) {
       int e = errno;
       ::close(fd);
-      return Status(StatusCode::kIo, strformat("%s: mmap failed: %s", path.c_str(), std::strerror(e)));
+      return Status(StatusCode::kIo, fmt::format("{}: mmap failed: {}", path, std::strerror(e)));
     }
     m.data_ = static_cast<const uint8_t*>(p);
     m.owned_ = true;
@@ -69,10 +70,9 @@ MappedFile MappedFile::borrow(const void* data, size_t size, std::string name) {
 Status MappedFile::lock() {
   if (!data_ || !size_) return Status::Ok();
   if (mlock(data_, size_) != 0) {
-    return Status(StatusCode::kOutOfMemory,
-                  strformat("%s: mlock of %zu bytes refused (%s); raise `ulimit -l` or run without "
-                            "--mlock (latency may spike when pages are evicted)",
-                            path_.c_str(), size_, std::strerror(errno)));
+    return Status(StatusCode::kOutOfMemory, fmt::format("{}: mlock of {} bytes refused ({}); raise `ulimit -l` or run "
+                                                        "without --mlock (latency may spike when pages are evicted)",
+                                                        path_, size_, std::strerror(errno)));
   }
   return Status::Ok();
 }

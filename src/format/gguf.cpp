@@ -6,6 +6,7 @@
 #include "format/gguf.h"
 
 #include <cstring>
+#include <fmt/format.h>
 #include <limits>
 
 namespace laya::gguf {
@@ -103,11 +104,11 @@ class Parser {
   size_t remaining() const { return size_ - pos_; }
 
   Status fail(StatusCode code, const std::string& what) const {
-    return Status(code, strformat("%s: at byte %zu: %s", name_.c_str(), pos_, what.c_str()));
+    return Status(code, fmt::format("{}: at byte {}: {}", name_, pos_, what));
   }
   Status truncated(const char* what) const {
     return fail(StatusCode::kCorrupt,
-                strformat("file truncated while reading %s (%zu bytes left)", what, remaining()));
+                fmt::format("file truncated while reading {} ({} bytes left)", what, remaining()));
   }
 
   template <typename T>
@@ -123,8 +124,7 @@ class Parser {
     LAYA_TRY(read(&len, what));
     if (len > remaining()) {
       return fail(StatusCode::kCorrupt,
-                  strformat("%s: string length %llu exceeds the %zu bytes left in the file", what,
-                            static_cast<unsigned long long>(len), remaining()));
+                  fmt::format("{}: string length {} exceeds the {} bytes left in the file", what, len, remaining()));
     }
     *out = std::string_view(reinterpret_cast<const char*>(p_ + pos_), static_cast<size_t>(len));
     pos_ += static_cast<size_t>(len);
@@ -136,12 +136,13 @@ class Parser {
     if (type == ValueType::kString) return read_string(&v->str, key.c_str());
     if (type == ValueType::kArray) {
       if (depth >= kMaxArrayDepth) {
-        return fail(StatusCode::kCorrupt, strformat("key '%s': arrays nested deeper than %d", key.c_str(), kMaxArrayDepth));
+        return fail(StatusCode::kCorrupt, fmt::format("key '{}': arrays nested deeper than {}", key, kMaxArrayDepth));
       }
       uint32_t et = 0;
       LAYA_TRY(read(&et, key.c_str()));
       if (!valid_type(et)) {
-        return fail(StatusCode::kCorrupt, strformat("key '%s': unknown array element type %u (expected 0..12)", key.c_str(), et));
+        return fail(StatusCode::kCorrupt,
+                    fmt::format("key '{}': unknown array element type {} (expected 0..12)", key, et));
       }
       v->elem_type = static_cast<ValueType>(et);
       LAYA_TRY(read(&v->count, key.c_str()));
@@ -152,9 +153,8 @@ class Parser {
       if (v->elem_type == ValueType::kArray) min_elem = 12;
       if (v->count > remaining() / min_elem) {
         return fail(StatusCode::kCorrupt,
-                    strformat("key '%s': array claims %llu elements of type %s but only %zu bytes are left",
-                              key.c_str(), static_cast<unsigned long long>(v->count),
-                              value_type_name(v->elem_type), remaining()));
+                    fmt::format("key '{}': array claims {} elements of type {} but only {} bytes are left", key,
+                                v->count, value_type_name(v->elem_type), remaining()));
       }
       if (v->elem_type == ValueType::kString) {
         v->strings.resize(static_cast<size_t>(v->count));
@@ -177,138 +177,165 @@ class Parser {
     v->u = static_cast<uint64_t>(v->i);
     if (type == ValueType::kU64) std::memcpy(&v->u, q, 8);
     if (type == ValueType::kBool && q[0] > 1) {
-      return fail(StatusCode::kCorrupt, strformat("key '%s': bool value %u (expected 0 or 1)", key.c_str(), q[0]));
+      return fail(StatusCode::kCorrupt, fmt::format("key '{}': bool value {} (expected 0 or 1)", key, q[0]));
     }
     return Status::Ok();
   }
 
   Status parse(File* f) {
+    uint64_t n_tensors = 0, n_kv = 0;
+    LAYA_TRY(parse_header(f, &n_tensors, &n_kv));
+    for (uint64_t k = 0; k < n_kv; ++k) LAYA_TRY(parse_metadata_entry(f));
+    LAYA_TRY(apply_alignment(f));
+    f->tensors_.resize(static_cast<size_t>(n_tensors));
+    for (uint64_t ti = 0; ti < n_tensors; ++ti) LAYA_TRY(parse_tensor_info(f, static_cast<size_t>(ti)));
+    return locate_tensor_data(f);
+  }
+
+ private:
+  // Magic, version and the two counts (checked against the bytes left).
+  Status parse_header(File* f, uint64_t* n_tensors, uint64_t* n_kv) {
     uint32_t magic = 0;
     if (size_ < 4) return fail(StatusCode::kCorrupt, "file too small to be GGUF (no magic)");
     LAYA_TRY(read(&magic, "magic"));
     if (magic != kMagic) {
-      return Status(StatusCode::kCorrupt,
-                    strformat("%s: not a GGUF file (magic 0x%08x, expected 0x%08x \"GGUF\")", name_.c_str(), magic, kMagic));
+      return Status(
+          StatusCode::kCorrupt,
+          fmt::format("{}: not a GGUF file (magic 0x{:08x}, expected 0x{:08x} \"GGUF\")", name_, magic, kMagic));
     }
     LAYA_TRY(read(&f->version_, "version"));
     if (f->version_ != 2 && f->version_ != 3) {
       return Status(StatusCode::kUnsupported,
-                    strformat("%s: GGUF version %u is not supported (expected 2 or 3)", name_.c_str(), f->version_));
+                    fmt::format("{}: GGUF version {} is not supported (expected 2 or 3)", name_, f->version_));
     }
-    uint64_t n_tensors = 0, n_kv = 0;
-    LAYA_TRY(read(&n_tensors, "tensor count"));
-    LAYA_TRY(read(&n_kv, "metadata count"));
+    LAYA_TRY(read(n_tensors, "tensor count"));
+    LAYA_TRY(read(n_kv, "metadata count"));
     // A key/value needs >= 8+4+1 bytes, a tensor info >= 8+4+8+4+8.
-    if (n_kv > remaining() / 13) {
-      return fail(StatusCode::kCorrupt, strformat("metadata count %llu cannot fit in the %zu bytes left (file truncated or corrupt)",
-                                                  static_cast<unsigned long long>(n_kv), remaining()));
+    if (*n_kv > remaining() / 13) {
+      return fail(StatusCode::kCorrupt,
+                  fmt::format("metadata count {} cannot fit in the {} bytes left (file truncated or corrupt)", *n_kv,
+                              remaining()));
     }
-    if (n_tensors > remaining() / 32) {
-      return fail(StatusCode::kCorrupt, strformat("tensor count %llu cannot fit in the %zu bytes left (file truncated or corrupt)",
-                                                  static_cast<unsigned long long>(n_tensors), remaining()));
+    if (*n_tensors > remaining() / 32) {
+      return fail(StatusCode::kCorrupt,
+                  fmt::format("tensor count {} cannot fit in the {} bytes left (file truncated or corrupt)", *n_tensors,
+                              remaining()));
     }
-    for (uint64_t k = 0; k < n_kv; ++k) {
-      std::string_view key;
-      LAYA_TRY(read_string(&key, "metadata key"));
-      uint32_t t = 0;
-      LAYA_TRY(read(&t, "metadata value type"));
-      std::string keys(key);
-      if (!valid_type(t)) {
-        return fail(StatusCode::kCorrupt, strformat("key '%s': unknown value type %u (expected 0..12)", keys.c_str(), t));
-      }
-      Value v;
-      LAYA_TRY(read_value(static_cast<ValueType>(t), &v, keys, 0));
-      if (f->kv_.count(keys)) {
-        return fail(StatusCode::kCorrupt, strformat("duplicate metadata key '%s'", keys.c_str()));
-      }
-      f->kv_.emplace(std::move(keys), std::move(v));
+    return Status::Ok();
+  }
+
+  // One key / value pair into f->kv_ (keys are unique).
+  Status parse_metadata_entry(File* f) {
+    std::string_view key;
+    LAYA_TRY(read_string(&key, "metadata key"));
+    uint32_t t = 0;
+    LAYA_TRY(read(&t, "metadata value type"));
+    std::string keys(key);
+    if (!valid_type(t)) {
+      return fail(StatusCode::kCorrupt, fmt::format("key '{}': unknown value type {} (expected 0..12)", keys, t));
     }
-    if (auto it = f->kv_.find("general.alignment"); it != f->kv_.end()) {
-      const Value& a = it->second;
-      if (!a.is_int() || a.type == ValueType::kBool) {
-        return Status(StatusCode::kCorrupt, strformat("%s: general.alignment has type %s, expected an integer (u32)",
-                                                      name_.c_str(), value_type_name(a.type)));
-      }
-      if (a.u == 0 || (a.u & (a.u - 1)) != 0 || a.u > (1u << 20)) {
-        return Status(StatusCode::kCorrupt, strformat("%s: general.alignment = %llu, expected a power of two from 1 to 1048576",
-                                                      name_.c_str(), static_cast<unsigned long long>(a.u)));
-      }
-      f->alignment_ = a.u;
+    Value v;
+    LAYA_TRY(read_value(static_cast<ValueType>(t), &v, keys, 0));
+    if (f->kv_.count(keys)) {
+      return fail(StatusCode::kCorrupt, fmt::format("duplicate metadata key '{}'", keys));
     }
-    f->tensors_.resize(static_cast<size_t>(n_tensors));
-    for (uint64_t ti = 0; ti < n_tensors; ++ti) {
-      TensorInfo& t = f->tensors_[static_cast<size_t>(ti)];
-      std::string_view name;
-      LAYA_TRY(read_string(&name, "tensor name"));
-      t.name = std::string(name);
-      uint32_t n_dims = 0;
-      LAYA_TRY(read(&n_dims, "tensor n_dims"));
-      if (n_dims < 1 || n_dims > 4) {
-        return fail(StatusCode::kCorrupt, strformat("tensor '%s': n_dims = %u, expected 1..4", t.name.c_str(), n_dims));
-      }
-      t.n_dims = static_cast<int>(n_dims);
-      uint64_t total = 1;
-      for (uint32_t d = 0; d < n_dims; ++d) {
-        uint64_t ne = 0;
-        LAYA_TRY(read(&ne, "tensor dimension"));
-        if (ne > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
-            (ne != 0 && total > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / ne)) {
-          return fail(StatusCode::kCorrupt, strformat("tensor '%s': dimensions overflow 64 bits (dim %u = %llu)",
-                                                      t.name.c_str(), d, static_cast<unsigned long long>(ne)));
-        }
-        total *= ne;
-        t.ne[d] = static_cast<int64_t>(ne);
-      }
-      uint32_t type = 0;
-      LAYA_TRY(read(&type, "tensor type"));
-      const DTypeInfo* info = dtype_info(type);
-      if (!info) {
-        return fail(StatusCode::kUnsupported, strformat("tensor '%s': unknown ggml type %u", t.name.c_str(), type));
-      }
-      t.type = static_cast<DType>(type);
-      if (t.ne[0] % info->block_size != 0) {
-        return fail(StatusCode::kCorrupt, strformat("tensor '%s': row length %lld is not a multiple of the %s block size %lld",
-                                                    t.name.c_str(), static_cast<long long>(t.ne[0]), info->name,
-                                                    static_cast<long long>(info->block_size)));
-      }
-      LAYA_TRY(read(&t.offset, "tensor offset"));
-      if (t.offset % f->alignment_ != 0) {
-        return fail(StatusCode::kCorrupt, strformat("tensor '%s': offset %llu is not a multiple of the alignment %llu",
-                                                    t.name.c_str(), static_cast<unsigned long long>(t.offset),
-                                                    static_cast<unsigned long long>(f->alignment_)));
-      }
-      // bytes = total / block_size * block_bytes, overflow-checked.
-      uint64_t blocks = total / static_cast<uint64_t>(info->block_size);
-      if (blocks > std::numeric_limits<uint64_t>::max() / info->block_bytes) {
-        return fail(StatusCode::kCorrupt, strformat("tensor '%s': byte size overflows", t.name.c_str()));
-      }
-      t.nbytes = static_cast<size_t>(blocks * info->block_bytes);
-      if (f->tensor_index_.count(t.name)) {
-        return fail(StatusCode::kCorrupt, strformat("duplicate tensor name '%s'", t.name.c_str()));
-      }
-      f->tensor_index_.emplace(t.name, static_cast<size_t>(ti));
+    f->kv_.emplace(std::move(keys), std::move(v));
+    return Status::Ok();
+  }
+
+  // general.alignment, when present: an integer power of two up to 1 MiB.
+  Status apply_alignment(File* f) const {
+    auto it = f->kv_.find("general.alignment");
+    if (it == f->kv_.end()) return Status::Ok();
+    const Value& a = it->second;
+    if (!a.is_int() || a.type == ValueType::kBool) {
+      return Status(StatusCode::kCorrupt, fmt::format("{}: general.alignment has type {}, expected an integer (u32)",
+                                                      name_, value_type_name(a.type)));
     }
-    // Data section starts at the next multiple of the alignment.
+    if (a.u == 0 || (a.u & (a.u - 1)) != 0 || a.u > (1u << 20)) {
+      return Status(StatusCode::kCorrupt,
+                    fmt::format("{}: general.alignment = {}, expected a power of two from 1 to 1048576", name_, a.u));
+    }
+    f->alignment_ = a.u;
+    return Status::Ok();
+  }
+
+  // Tensor info `ti`: name, shape, type, offset; its byte size, overflow-checked.
+  Status parse_tensor_info(File* f, size_t ti) {
+    TensorInfo& t = f->tensors_[ti];
+    std::string_view name;
+    LAYA_TRY(read_string(&name, "tensor name"));
+    t.name = std::string(name);
+    uint32_t n_dims = 0;
+    LAYA_TRY(read(&n_dims, "tensor n_dims"));
+    if (n_dims < 1 || n_dims > 4) {
+      return fail(StatusCode::kCorrupt, fmt::format("tensor '{}': n_dims = {}, expected 1..4", t.name, n_dims));
+    }
+    t.n_dims = static_cast<int>(n_dims);
+    uint64_t total = 1;
+    for (uint32_t d = 0; d < n_dims; ++d) {
+      uint64_t ne = 0;
+      LAYA_TRY(read(&ne, "tensor dimension"));
+      if (ne > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
+          (ne != 0 && total > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / ne)) {
+        return fail(StatusCode::kCorrupt,
+                    fmt::format("tensor '{}': dimensions overflow 64 bits (dim {} = {})", t.name, d, ne));
+      }
+      total *= ne;
+      t.ne[d] = static_cast<int64_t>(ne);
+    }
+    uint32_t type = 0;
+    LAYA_TRY(read(&type, "tensor type"));
+    const DTypeInfo* info = dtype_info(type);
+    if (!info) {
+      return fail(StatusCode::kUnsupported, fmt::format("tensor '{}': unknown ggml type {}", t.name, type));
+    }
+    t.type = static_cast<DType>(type);
+    if (t.ne[0] % info->block_size != 0) {
+      return fail(StatusCode::kCorrupt,
+                  fmt::format("tensor '{}': row length {} is not a multiple of the {} block size {}", t.name, t.ne[0],
+                              info->name, info->block_size));
+    }
+    LAYA_TRY(read(&t.offset, "tensor offset"));
+    if (t.offset % f->alignment_ != 0) {
+      return fail(StatusCode::kCorrupt, fmt::format("tensor '{}': offset {} is not a multiple of the alignment {}",
+                                                    t.name, t.offset, f->alignment_));
+    }
+    // bytes = total / block_size * block_bytes, overflow-checked.
+    uint64_t blocks = total / static_cast<uint64_t>(info->block_size);
+    if (blocks > std::numeric_limits<uint64_t>::max() / info->block_bytes) {
+      return fail(StatusCode::kCorrupt, fmt::format("tensor '{}': byte size overflows", t.name));
+    }
+    t.nbytes = static_cast<size_t>(blocks * info->block_bytes);
+    if (f->tensor_index_.count(t.name)) {
+      return fail(StatusCode::kCorrupt, fmt::format("duplicate tensor name '{}'", t.name));
+    }
+    f->tensor_index_.emplace(t.name, ti);
+    return Status::Ok();
+  }
+
+  // The data section starts at the next multiple of the alignment; every
+  // tensor must lie inside it.
+  Status locate_tensor_data(File* f) const {
     uint64_t data_start = (pos_ + f->alignment_ - 1) / f->alignment_ * f->alignment_;
-    if (n_tensors > 0 && data_start > size_) {
-      return Status(StatusCode::kCorrupt, strformat("%s: file truncated: data section would start at %llu, file has %zu bytes",
-                                                    name_.c_str(), static_cast<unsigned long long>(data_start), size_));
+    if (!f->tensors_.empty() && data_start > size_) {
+      return Status(StatusCode::kCorrupt,
+                    fmt::format("{}: file truncated: data section would start at {}, file has {} bytes", name_,
+                                data_start, size_));
     }
     for (auto& t : f->tensors_) {
       uint64_t avail = size_ - data_start;
       if (t.offset > avail || t.nbytes > avail - t.offset) {
         return Status(StatusCode::kCorrupt,
-                      strformat("%s: tensor '%s' (%s %s, %zu bytes at data offset %llu) runs past the end of the file "
-                                "(%llu data bytes); the file is truncated or corrupt",
-                                name_.c_str(), t.name.c_str(), dtype_name(t.type), t.shape_string().c_str(), t.nbytes,
-                                static_cast<unsigned long long>(t.offset), static_cast<unsigned long long>(avail)));
+                      fmt::format("{}: tensor '{}' ({} {}, {} bytes at data offset {}) runs past the end of the file "
+                                  "({} data bytes); the file is truncated or corrupt",
+                                  name_, t.name, dtype_name(t.type), t.shape_string(), t.nbytes, t.offset, avail));
       }
       t.data = p_ + data_start + t.offset;
     }
     return Status::Ok();
   }
 
- private:
   const uint8_t* p_;
   size_t size_;
   size_t pos_ = 0;
@@ -339,12 +366,11 @@ const TensorInfo* File::find_tensor(std::string_view name) const {
 }
 
 static Status not_found(const File& f, std::string_view key) {
-  return Status(StatusCode::kNotFound, strformat("%s: metadata key '%.*s' not found", f.path().c_str(),
-                                                 static_cast<int>(key.size()), key.data()));
+  return Status(StatusCode::kNotFound, fmt::format("{}: metadata key '{}' not found", f.path(), key));
 }
 static Status wrong_type(const File& f, std::string_view key, const Value& v, const char* expected) {
-  return Status(StatusCode::kCorrupt, strformat("%s: metadata key '%.*s' has type %s, expected %s", f.path().c_str(),
-                                                static_cast<int>(key.size()), key.data(), value_type_name(v.type), expected));
+  return Status(StatusCode::kCorrupt, fmt::format("{}: metadata key '{}' has type {}, expected {}", f.path(), key,
+                                                  value_type_name(v.type), expected));
 }
 
 Result<std::string> File::get_string(std::string_view key) const {

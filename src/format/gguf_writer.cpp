@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fmt/format.h>
 
 namespace laya::gguf {
 
@@ -112,23 +113,21 @@ void Writer::set_array(std::string_view k, ValueType elem_type, const void* data
 Result<size_t> Writer::add_tensor(std::string_view name, DType type, const std::vector<int64_t>& ne) {
   if (f_) return Status(StatusCode::kInternal, "gguf writer: add_tensor after begin()");
   const DTypeInfo* info = dtype_info(static_cast<uint32_t>(type));
-  if (!info) return Status(StatusCode::kInvalidArgument, strformat("tensor '%.*s': unknown type", int(name.size()), name.data()));
+  if (!info) return Status(StatusCode::kInvalidArgument, fmt::format("tensor '{}': unknown type", name));
   if (ne.empty() || ne.size() > 4)
-    return Status(StatusCode::kInvalidArgument, strformat("tensor '%.*s': %zu dimensions, expected 1..4", int(name.size()),
-                                                          name.data(), ne.size()));
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("tensor '{}': {} dimensions, expected 1..4", name, ne.size()));
   int64_t total = 1;
   for (int64_t d : ne) {
-    if (d <= 0)
-      return Status(StatusCode::kInvalidArgument, strformat("tensor '%.*s': non-positive dimension", int(name.size()), name.data()));
+    if (d <= 0) return Status(StatusCode::kInvalidArgument, fmt::format("tensor '{}': non-positive dimension", name));
     total *= d;
   }
   if (ne[0] % info->block_size != 0)
     return Status(StatusCode::kInvalidArgument,
-                  strformat("tensor '%.*s': row length %lld is not a multiple of the %s block size %lld", int(name.size()),
-                            name.data(), static_cast<long long>(ne[0]), info->name, static_cast<long long>(info->block_size)));
+                  fmt::format("tensor '{}': row length {} is not a multiple of the {} block size {}", name, ne[0],
+                              info->name, info->block_size));
   for (auto& t : tensors_)
-    if (t.name == name)
-      return Status(StatusCode::kInvalidArgument, strformat("duplicate tensor name '%.*s'", int(name.size()), name.data()));
+    if (t.name == name) return Status(StatusCode::kInvalidArgument, fmt::format("duplicate tensor name '{}'", name));
   TensorDecl t;
   t.name = std::string(name);
   t.type = type;
@@ -149,7 +148,7 @@ uint64_t Writer::file_size() const {
 }
 
 Status Writer::io_error(const char* what) const {
-  return Status(StatusCode::kIo, strformat("%s: %s: %s", path_.c_str(), what, std::strerror(errno)));
+  return Status(StatusCode::kIo, fmt::format("{}: {}: {}", path_, what, std::strerror(errno)));
 }
 
 Status Writer::put(const void* p, size_t n) {
@@ -210,11 +209,11 @@ Status Writer::begin(const std::string& path) {
 Status Writer::write(const void* data, size_t n) {
   if (!f_) return Status(StatusCode::kInternal, "gguf writer: write() before begin()");
   if (cur_ >= tensors_.size())
-    return Status(StatusCode::kInternal, strformat("gguf writer: %zu bytes written after the last tensor", n));
+    return Status(StatusCode::kInternal, fmt::format("gguf writer: {} bytes written after the last tensor", n));
   const TensorDecl& t = tensors_[cur_];
   if (n > t.nbytes - cur_written_)
-    return Status(StatusCode::kInternal, strformat("gguf writer: tensor '%s': %zu bytes written, only %zu remain", t.name.c_str(),
-                                                   n, t.nbytes - cur_written_));
+    return Status(StatusCode::kInternal, fmt::format("gguf writer: tensor '{}': {} bytes written, only {} remain",
+                                                     t.name, n, t.nbytes - cur_written_));
   LAYA_TRY(put(data, n));
   cur_written_ += n;
   if (cur_written_ == t.nbytes) {
@@ -230,8 +229,8 @@ Status Writer::finish() {
   if (cur_ != tensors_.size()) {
     std::fclose(f_);
     f_ = nullptr;
-    return Status(StatusCode::kInternal, strformat("gguf writer: tensor '%s' incomplete (%zu of %zu bytes written)",
-                                                   tensors_[cur_].name.c_str(), cur_written_, tensors_[cur_].nbytes));
+    return Status(StatusCode::kInternal, fmt::format("gguf writer: tensor '{}' incomplete ({} of {} bytes written)",
+                                                     tensors_[cur_].name, cur_written_, tensors_[cur_].nbytes));
   }
   const bool flush_ok = std::fflush(f_) == 0;
   const bool close_ok = std::fclose(f_) == 0;

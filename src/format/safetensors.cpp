@@ -1,12 +1,14 @@
 #include "format/safetensors.h"
 
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <set>
-#include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "core/io.h"
+#include "core/json.h"
 
 namespace laya::safetensors {
 
@@ -29,20 +31,24 @@ Result<std::unique_ptr<File>> File::parse(MappedFile map) {
   const uint8_t* p = f->map_.data();
   const size_t size = f->map_.size();
   if (size < 8) {
-    return Status(StatusCode::kCorrupt, strformat("%s: file is %zu bytes, too small for a safetensors header", name.c_str(), size));
+    return Status(StatusCode::kCorrupt,
+                  fmt::format("{}: file is {} bytes, too small for a safetensors header", name, size));
   }
   uint64_t hlen;
   std::memcpy(&hlen, p, 8);
   if (hlen > kMaxHeader || hlen > size - 8) {
-    return Status(StatusCode::kCorrupt, strformat("%s: header length %llu exceeds the file (%zu bytes) or the 100 MB limit; "
-                                                  "truncated or not a safetensors file",
-                                                  name.c_str(), static_cast<unsigned long long>(hlen), size));
+    return Status(
+        StatusCode::kCorrupt,
+        fmt::format(
+            "{}: header length {} exceeds the file ({} bytes) or the 100 MB limit; truncated or not a safetensors file",
+            name, hlen, size));
   }
   const char* hdr = reinterpret_cast<const char*>(p + 8);
-  nlohmann::json j = nlohmann::json::parse(hdr, hdr + hlen, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
-    return Status(StatusCode::kCorrupt, strformat("%s: header is not a valid JSON object", name.c_str()));
+  Result<nlohmann::json> parsed = parse_json(std::string_view(hdr, static_cast<size_t>(hlen)), name + " header");
+  if (!parsed.ok() || !parsed->is_object()) {
+    return Status(StatusCode::kCorrupt, fmt::format("{}: header is not a valid JSON object", name));
   }
+  const nlohmann::json& j = *parsed;
   const uint64_t data_start = 8 + hlen;
   const uint64_t data_size = size - data_start;
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -57,7 +63,7 @@ Result<std::unique_ptr<File>> File::parse(MappedFile map) {
       continue;
     }
     auto bad = [&](const std::string& what) {
-      return Status(StatusCode::kCorrupt, strformat("%s: tensor '%s': %s", name.c_str(), key.c_str(), what.c_str()));
+      return Status(StatusCode::kCorrupt, fmt::format("{}: tensor '{}': {}", name, key, what));
     };
     if (!v.is_object()) return bad("entry is not an object");
     auto dt = v.find("dtype");
@@ -74,11 +80,11 @@ Result<std::unique_ptr<File>> File::parse(MappedFile map) {
     t.dtype_str = dt->get<std::string>();
     size_t elem = 0;
     if (!dtype_from_string(t.dtype_str, &t.type, &elem)) {
-      return Status(StatusCode::kUnsupported,
-                    strformat("%s: tensor '%s': dtype %s is not supported (expected F32, F16 or BF16; quantized MLX "
-                              "weights need dequantizing first)", name.c_str(), key.c_str(), t.dtype_str.c_str()));
+      return Status(StatusCode::kUnsupported, fmt::format("{}: tensor '{}': dtype {} is not supported (expected F32, "
+                                                          "F16 or BF16; quantized MLX weights need dequantizing first)",
+                                                          name, key, t.dtype_str));
     }
-    if (sh->size() > 8) return bad(strformat("%zu dimensions (at most 8 supported)", sh->size()));
+    if (sh->size() > 8) return bad(fmt::format("{} dimensions (at most 8 supported)", sh->size()));
     uint64_t n = 1;
     for (const auto& d : *sh) {
       if (!d.is_number_unsigned()) return bad("shape entries must be non-negative integers");
@@ -92,14 +98,11 @@ Result<std::unique_ptr<File>> File::parse(MappedFile map) {
     }
     uint64_t b = (*off)[0].get<uint64_t>(), e = (*off)[1].get<uint64_t>();
     if (b > e || e > data_size) {
-      return bad(strformat("data_offsets [%llu, %llu] run past the end of the data (%llu bytes); file truncated?",
-                           static_cast<unsigned long long>(b), static_cast<unsigned long long>(e),
-                           static_cast<unsigned long long>(data_size)));
+      return bad(fmt::format("data_offsets [{}, {}] run past the end of the data ({} bytes); file truncated?", b, e,
+                             data_size));
     }
     if (e - b != n * elem) {
-      return bad(strformat("data_offsets span %llu bytes but shape × %s needs %llu",
-                           static_cast<unsigned long long>(e - b), t.dtype_str.c_str(),
-                           static_cast<unsigned long long>(n * elem)));
+      return bad(fmt::format("data_offsets span {} bytes but shape × {} needs {}", e - b, t.dtype_str, n * elem));
     }
     t.data = p + data_start + b;
     t.nbytes = static_cast<size_t>(e - b);
@@ -120,27 +123,26 @@ const TensorInfo* File::find_tensor(const std::string& name) const {
 }
 
 Result<std::vector<std::string>> read_index(const std::string& index_path) {
-  std::ifstream in(index_path, std::ios::binary);
-  if (!in) return Status(StatusCode::kNotFound, strformat("%s: cannot open", index_path.c_str()));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    return Status(StatusCode::kCorrupt, strformat("%s: not valid JSON", index_path.c_str()));
+  LAYA_ASSIGN_OR_RETURN(std::string text, read_file(index_path));
+  Result<nlohmann::json> parsed = parse_json(text, index_path);
+  if (!parsed.ok() || !parsed->is_object()) {
+    return Status(StatusCode::kCorrupt, fmt::format("{}: not valid JSON", index_path));
   }
+  const nlohmann::json& j = *parsed;
   auto wm = j.find("weight_map");
   if (wm == j.end() || !wm->is_object()) {
-    return Status(StatusCode::kCorrupt, strformat("%s: missing object \"weight_map\"", index_path.c_str()));
+    return Status(StatusCode::kCorrupt, fmt::format("{}: missing object \"weight_map\"", index_path));
   }
   std::vector<std::string> out;
   std::set<std::string> seen;
   for (auto it = wm->begin(); it != wm->end(); ++it) {
     if (!it.value().is_string()) {
-      return Status(StatusCode::kCorrupt, strformat("%s: weight_map[\"%s\"] is not a string", index_path.c_str(), it.key().c_str()));
+      return Status(StatusCode::kCorrupt, fmt::format("{}: weight_map[\"{}\"] is not a string", index_path, it.key()));
     }
     std::string s = it.value().get<std::string>();
     if (s.find('/') != std::string::npos || s.find("..") != std::string::npos) {
-      return Status(StatusCode::kCorrupt, strformat("%s: shard name \"%s\" must be a plain file name", index_path.c_str(), s.c_str()));
+      return Status(StatusCode::kCorrupt,
+                    fmt::format("{}: shard name \"{}\" must be a plain file name", index_path, s));
     }
     if (seen.insert(s).second) out.push_back(s);
   }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "tokenizer/tokenizer.h"
+
 namespace laya {
 
 namespace {
@@ -69,107 +71,174 @@ Sampler::Sampler(SamplerParams params, int n_vocab)
   seen_.assign(static_cast<size_t>(n_vocab_), 0);
 }
 
-int32_t Sampler::sample(const float* logits, std::span<const int32_t> history) {
-  const int n = n_vocab_;
-  float* w = work_.data();
-  int32_t* idx = idx_.data();
+void TokenMask::add(int32_t id) {
+  if (id < 0 || static_cast<size_t>(id) >= bits_.size() || bits_[id]) return;
+  bits_[id] = 1;
+  ids_.push_back(id);
+}
 
-  // Copy, mapping NaN to -inf and +inf to the largest float (so max - max = 0).
-  for (int i = 0; i < n; ++i) {
+ContinuationMasks continuation_masks(const tok::Tokenizer& tk, int n_vocab, int32_t eos_id) {
+  ContinuationMasks m{TokenMask(n_vocab), TokenMask(n_vocab)};
+  const int32_t n = std::min<int32_t>(n_vocab, tk.n_vocab());
+  for (int32_t id = 0; id < n; ++id) {
+    if (id == eos_id || tk.is_eog(id)) m.eog.add(id);
+    else if (tk.is_control(id)) m.control.add(id);
+  }
+  return m;
+}
+
+int32_t Sampler::sample(const float* logits, std::span<const int32_t> history, const TokenMask* extra) {
+  load_logits(logits, extra);
+  apply_repetition_penalty(history);  // 1.
+  const int32_t best = argmax(extra);  // 2.
+  if (params_.temperature <= 0.0f) return best;
+  const float wmax = work_[best];
+  if (wmax == kNegInf) return best;  // every logit -inf / NaN: nothing to draw from
+
+  // 3 + 5. Temperature and (unnormalized) softmax: p = exp((l - max) / T), so
+  // the best token has p = 1 exactly. Division (not × 1/T) keeps T → 0 sane.
+  float* w = work_.data();
+  const float temp = params_.temperature;
+  for (int i = 0; i < n_vocab_; ++i) w[i] = std::exp((w[i] - wmax) / temp);
+  for (int i = 0; i < n_vocab_; ++i) idx_[i] = i;
+
+  bool sorted = false;
+  int m = top_k(&sorted);  // 4.
+  double z = 0.0;
+  for (int i = 0; i < m; ++i) z += w[idx_[i]];
+  m = top_p(m, &z, &sorted);  // 6.
+  m = min_p(m, &z);           // 7.
+  return draw(m, z, best);    // 8.
+}
+
+// Copy into work_, mapping NaN to -inf and +inf to the largest float (so
+// max - max = 0); masked ids become -inf.
+void Sampler::load_logits(const float* logits, const TokenMask* extra) {
+  float* w = work_.data();
+  for (int i = 0; i < n_vocab_; ++i) {
     float v = logits[i];
     if (std::isnan(v)) v = kNegInf;
     else if (v == std::numeric_limits<float>::infinity()) v = std::numeric_limits<float>::max();
     w[i] = v;
   }
-
-  // 1. Repetition penalty, once per distinct token in the window.
-  const float pen = params_.repeat_penalty;
-  if (pen != 1.0f && params_.repeat_last_n != 0 && !history.empty()) {
-    size_t take = history.size();
-    if (params_.repeat_last_n > 0) take = std::min(take, static_cast<size_t>(params_.repeat_last_n));
-    std::span<const int32_t> recent = history.last(take);
-    for (int32_t t : recent) {
-      if (t < 0 || t >= n || seen_[t]) continue;
-      seen_[t] = 1;
-      w[t] = w[t] > 0.0f ? w[t] / pen : w[t] * pen;
-    }
-    for (int32_t t : recent) {
-      if (t >= 0 && t < n) seen_[t] = 0;
+  for (const TokenMask* mask : {static_cast<const TokenMask*>(&mask_), extra}) {
+    if (!mask) continue;
+    for (int32_t t : mask->ids()) {
+      if (t < n_vocab_) w[t] = kNegInf;
     }
   }
+}
 
-  // 2. Greedy: arg-max, lowest id on ties.
+// 1. Repetition penalty, once per distinct token in the window.
+void Sampler::apply_repetition_penalty(std::span<const int32_t> history) {
+  const float pen = params_.repeat_penalty;
+  if (pen == 1.0f || params_.repeat_last_n == 0 || history.empty()) return;
+  const int n = n_vocab_;
+  float* w = work_.data();
+  size_t take = history.size();
+  if (params_.repeat_last_n > 0) take = std::min(take, static_cast<size_t>(params_.repeat_last_n));
+  std::span<const int32_t> recent = history.last(take);
+  for (int32_t t : recent) {
+    if (t < 0 || t >= n || seen_[t]) continue;
+    seen_[t] = 1;
+    w[t] = w[t] > 0.0f ? w[t] / pen : w[t] * pen;
+  }
+  for (int32_t t : recent) {
+    if (t >= 0 && t < n) seen_[t] = 0;
+  }
+}
+
+// 2. Greedy: arg-max, lowest id on ties. When every logit is -inf the lowest
+// id that is not masked (0 when nothing is masked).
+int32_t Sampler::argmax(const TokenMask* extra) const {
+  const float* w = work_.data();
   int32_t best = 0;
-  for (int i = 1; i < n; ++i) {
+  for (int i = 1; i < n_vocab_; ++i) {
     if (w[i] > w[best]) best = i;
   }
-  if (params_.temperature <= 0.0f) return best;
-  const float wmax = w[best];
-  if (wmax == kNegInf) return best;  // every logit -inf / NaN: nothing to draw from
-
-  // 3 + 5. Temperature and (unnormalized) softmax: p = exp((l - max) / T), so
-  // the best token has p = 1 exactly. Division (not × 1/T) keeps T → 0 sane.
-  const float temp = params_.temperature;
-  for (int i = 0; i < n; ++i) w[i] = std::exp((w[i] - wmax) / temp);
-
-  for (int i = 0; i < n; ++i) idx[i] = i;
-  // Total order: by probability, then by id.
-  auto desc = [w](int32_t a, int32_t b) { return w[a] > w[b] || (w[a] == w[b] && a < b); };
-  int m = n;
-  bool sorted = false;
-
-  // 4. Top-k.
-  if (params_.top_k > 0 && params_.top_k < n) {
-    m = params_.top_k;
-    std::partial_sort(idx, idx + m, idx + n, desc);
-    sorted = true;
-  }
-
-  double z = 0.0;
-  for (int i = 0; i < m; ++i) z += w[idx[i]];
-
-  // 6. Top-p: smallest prefix (by descending p) with mass >= top_p.
-  if (params_.top_p < 1.0f && m > 1) {
-    const double target = static_cast<double>(params_.top_p) * z;
-    // Without top-k the candidates are unsorted: sort a growing prefix until
-    // it holds the nucleus (exact; usually far cheaper than a full sort).
-    int k = sorted ? m : std::min(m, 64);
-    for (;;) {
-      if (!sorted) std::partial_sort(idx, idx + k, idx + m, desc);
-      double cum = 0.0;
-      int cut = -1;
-      for (int i = 0; i < k; ++i) {
-        cum += w[idx[i]];
-        if (cum >= target) { cut = i + 1; break; }
-      }
-      if (cut > 0) { m = cut; z = cum; sorted = true; break; }
-      if (k == m) { sorted = true; break; }  // rounding: keep everything
-      k = k * 4 >= m / 2 ? m : k * 4;  // a large nucleus: sort everything
+  if (w[best] == kNegInf) {
+    for (int32_t i = 0; i < n_vocab_; ++i) {
+      if (!mask_.contains(i) && !(extra && extra->contains(i))) return i;
     }
   }
+  return best;
+}
 
-  // 7. Min-p: p >= min_p × p_max, and p_max = 1.
-  if (params_.min_p > 0.0f) {
-    const float thr = params_.min_p;
-    int j = 0;
-    double zk = 0.0;
-    for (int i = 0; i < m; ++i) {
-      const int32_t t = idx[i];
-      if (w[t] >= thr) {  // the best token (p = 1) always survives
-        idx[j++] = t;
-        zk += w[t];
+namespace {
+// Total order on candidates: by probability, then by id.
+struct Descending {
+  const float* w;
+  bool operator()(int32_t a, int32_t b) const { return w[a] > w[b] || (w[a] == w[b] && a < b); }
+};
+}  // namespace
+
+// 4. Top-k: the candidates become the k most probable, sorted.
+int Sampler::top_k(bool* sorted) {
+  const int n = n_vocab_;
+  if (params_.top_k <= 0 || params_.top_k >= n) return n;
+  int32_t* idx = idx_.data();
+  std::partial_sort(idx, idx + params_.top_k, idx + n, Descending{work_.data()});
+  *sorted = true;
+  return params_.top_k;
+}
+
+// 6. Top-p: smallest prefix (by descending p) with mass >= top_p. Returns the
+// new candidate count; *z becomes their mass.
+int Sampler::top_p(int m, double* z, bool* sorted) {
+  if (!(params_.top_p < 1.0f) || m <= 1) return m;
+  const float* w = work_.data();
+  int32_t* idx = idx_.data();
+  const Descending desc{w};
+  const double target = static_cast<double>(params_.top_p) * *z;
+  // Without top-k the candidates are unsorted: sort a growing prefix until
+  // it holds the nucleus (exact; usually far cheaper than a full sort).
+  int k = *sorted ? m : std::min(m, 64);
+  for (;;) {
+    if (!*sorted) std::partial_sort(idx, idx + k, idx + m, desc);
+    double cum = 0.0;
+    for (int i = 0; i < k; ++i) {
+      cum += w[idx[i]];
+      if (cum >= target) {
+        *z = cum;
+        *sorted = true;
+        return i + 1;
       }
     }
-    m = j;
-    z = zk;
+    if (k == m) {  // rounding: keep everything
+      *sorted = true;
+      return m;
+    }
+    k = k * 4 >= m / 2 ? m : k * 4;  // a large nucleus: sort everything
   }
+}
 
-  // 8. Draw.
-  const double u = rng_.uniform() * z;
-  double cum = 0.0;
-  int32_t last_pos = best;
+// 7. Min-p: p >= min_p × p_max, and p_max = 1. Keeps the candidates' order.
+int Sampler::min_p(int m, double* z) {
+  if (!(params_.min_p > 0.0f)) return m;
+  const float* w = work_.data();
+  int32_t* idx = idx_.data();
+  const float thr = params_.min_p;
+  int j = 0;
+  double zk = 0.0;
   for (int i = 0; i < m; ++i) {
     const int32_t t = idx[i];
+    if (w[t] >= thr) {  // the best token (p = 1) always survives
+      idx[j++] = t;
+      zk += w[t];
+    }
+  }
+  *z = zk;
+  return j;
+}
+
+// 8. Draw from the first m candidates (mass z).
+int32_t Sampler::draw(int m, double z, int32_t fallback) {
+  const float* w = work_.data();
+  const double u = rng_.uniform() * z;
+  double cum = 0.0;
+  int32_t last_pos = fallback;
+  for (int i = 0; i < m; ++i) {
+    const int32_t t = idx_[i];
     if (w[t] <= 0.0f) continue;
     cum += w[t];
     last_pos = t;

@@ -17,15 +17,54 @@
 //   8. draw from the renormalized survivors.
 // Ties in the sort are broken by token id, so the candidate order (and hence
 // the draw) does not depend on the sort implementation. NaN logits count as -inf.
+// Masked token ids (a TokenMask: the sampler's own, plus an optional one per
+// call) count as -inf before step 1, on the greedy and random paths alike.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
 
 namespace laya {
+
+namespace tok {
+class Tokenizer;
+}
+
+// A set of token ids that may never be sampled (a logit mask). Built once: a
+// bitmap for lookups plus the list of ids that sample() walks, so applying it
+// costs no allocation and O(masked ids) time.
+class TokenMask {
+ public:
+  TokenMask() = default;  // masks nothing
+  explicit TokenMask(int n_vocab) : bits_(static_cast<size_t>(n_vocab > 0 ? n_vocab : 0), 0) {}
+
+  // Ids outside [0, n_vocab) are ignored; adding an id twice is harmless.
+  void add(int32_t id);
+  bool contains(int32_t id) const { return id >= 0 && static_cast<size_t>(id) < bits_.size() && bits_[id]; }
+  std::span<const int32_t> ids() const { return ids_; }  // in the order added
+  bool empty() const { return ids_.empty(); }
+  int n_vocab() const { return static_cast<int>(bits_.size()); }
+
+ private:
+  std::vector<uint8_t> bits_;
+  std::vector<int32_t> ids_;
+};
+
+// The two token sets a plain-text continuation needs, from the tokenizer's
+// token types (one place for every command):
+//   eog     — end of generation: tk.is_eog(id), or id == eos_id (the model's);
+//   control — every other control token (FIM markers, BOS, role markers...):
+//             never part of a continuation, so it is the sampler's mask.
+// Ids at or past min(n_vocab, tk.n_vocab()) are in neither.
+struct ContinuationMasks {
+  TokenMask control;
+  TokenMask eog;
+};
+ContinuationMasks continuation_masks(const tok::Tokenizer& tk, int n_vocab, int32_t eos_id = -1);
 
 struct SamplerParams {
   float temperature = 0.0f;     // 0 (or < 0) = greedy
@@ -60,8 +99,14 @@ class Sampler {
 
   // `logits` holds n_vocab values (not modified); `history` the tokens so far
   // (prompt + generated), used only for the repetition penalty. Ids outside
-  // [0, n_vocab) in history are ignored. Never allocates.
-  int32_t sample(const float* logits, std::span<const int32_t> history);
+  // [0, n_vocab) in history are ignored. `extra`, when given, masks more ids
+  // for this call only (e.g. end-of-generation on the first token). The
+  // result is never a masked id unless every id is masked. Never allocates.
+  int32_t sample(const float* logits, std::span<const int32_t> history, const TokenMask* extra = nullptr);
+
+  // Ids never sampled by any call (see continuation_masks()); empty by default.
+  void set_mask(TokenMask mask) { mask_ = std::move(mask); }
+  const TokenMask& mask() const { return mask_; }
 
   // Restart the random sequence (same seed → same draws as a new Sampler).
   void reseed(uint64_t seed) { rng_.reseed(seed); }
@@ -70,9 +115,19 @@ class Sampler {
   int n_vocab() const { return n_vocab_; }
 
  private:
+  // The steps of sample(), in order; work_ / idx_ carry the state between them.
+  void load_logits(const float* logits, const TokenMask* extra);
+  void apply_repetition_penalty(std::span<const int32_t> history);
+  int32_t argmax(const TokenMask* extra) const;
+  int top_k(bool* sorted);
+  int top_p(int m, double* z, bool* sorted);
+  int min_p(int m, double* z);
+  int32_t draw(int m, double z, int32_t fallback);
+
   SamplerParams params_;
   int n_vocab_;
   Rng rng_;
+  TokenMask mask_;
   std::vector<float> work_;      // penalized / scaled logits, then probabilities
   std::vector<int32_t> idx_;     // candidate token ids
   std::vector<uint8_t> seen_;    // repetition-penalty marks (cleared after use)

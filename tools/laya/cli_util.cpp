@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <fmt/format.h>
 
 namespace laya::cli {
 
@@ -41,7 +42,7 @@ Result<std::vector<int32_t>> parse_id_list(const std::string& s) {
     long long v = std::strtoll(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || v < 0 || v > INT32_MAX) {
       return Status(StatusCode::kInvalidArgument,
-                    strformat("token list item %d: '%s' is not a non-negative integer", idx, item.c_str()));
+                    fmt::format("token list item {}: '{}' is not a non-negative integer", idx, item));
     }
     out.push_back(static_cast<int32_t>(v));
     ++idx;
@@ -64,7 +65,7 @@ Status write_npy_f32(const std::string& path, const float* data, const std::vect
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
   std::ofstream f(path, std::ios::binary);
-  if (!f) return Status(StatusCode::kIo, strformat("%s: cannot open for writing", path.c_str()));
+  if (!f) return Status(StatusCode::kIo, fmt::format("{}: cannot open for writing", path));
   const char magic[] = "\x93NUMPY\x01\x00";
   f.write(magic, 8);
   const uint16_t hl = static_cast<uint16_t>(header.size());
@@ -72,7 +73,7 @@ Status write_npy_f32(const std::string& path, const float* data, const std::vect
   f.put(static_cast<char>(hl >> 8));
   f.write(header.data(), static_cast<std::streamsize>(header.size()));
   f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(n * 4));
-  if (!f) return Status(StatusCode::kIo, strformat("%s: write failed", path.c_str()));
+  if (!f) return Status(StatusCode::kIo, fmt::format("{}: write failed", path));
   return Status::Ok();
 }
 

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -26,7 +27,10 @@
 #include <vector>
 
 #include "cli_util.h"
+#include "core/io.h"
+#include "core/json.h"
 #include "engine/engine.h"
+#include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
 
 namespace laya::cli {
@@ -82,42 +86,49 @@ struct Trace {
   std::u32string doc;
 };
 
+// One trace: a header line ({"trace": name}, optional) and events
+// {"op": insert|accept|delete|move, "pos": N, "text": ..., "n": N}. Errors
+// name the file, the line and the field.
 Result<Trace> load_trace(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status(StatusCode::kNotFound, "cannot open " + path);
+  LAYA_ASSIGN_OR_RETURN(std::string content, read_file(path));
   Trace t;
   std::string base = path.substr(path.find_last_of('/') + 1);
   if (base.size() > 6 && base.ends_with(".jsonl")) base.resize(base.size() - 6);
   t.name = base;
-  std::string line;
   size_t lineno = 0;
-  while (std::getline(f, line)) {
+  for (size_t start = 0; start < content.size();) {
+    size_t end = content.find('\n', start);
+    if (end == std::string::npos) end = content.size();
+    const std::string_view line(content.data() + start, end - start);
+    start = end + 1;
     ++lineno;
     if (line.empty()) continue;
-    json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object())
-      return Status(StatusCode::kCorrupt, strformat("%s:%zu: not a JSON object", path.c_str(), lineno));
+    const std::string where = fmt::format("{}:{}", path, lineno);
+    auto corrupt = [&](std::string_view what) { return Status(StatusCode::kCorrupt, fmt::format("{}: {}", where, what)); };
+    LAYA_ASSIGN_OR_RETURN(json j, parse_json(line, where));
+    if (!j.is_object()) return corrupt("not a JSON object");
     if (lineno == 1 && !j.contains("op")) {
       if (j.contains("trace") && j["trace"].is_string()) t.name = j["trace"].get<std::string>();
       continue;
     }
     if (!j.contains("op") || !j["op"].is_string() || !j.contains("pos") || !j["pos"].is_number_integer())
-      return Status(StatusCode::kCorrupt, strformat("%s:%zu: event needs op and pos", path.c_str(), lineno));
+      return corrupt("event needs op and pos");
     const std::string op = j["op"].get<std::string>();
     const int64_t pos = j["pos"].get<int64_t>();
-    if (pos < 0 || pos > static_cast<int64_t>(t.doc.size()))
-      return Status(StatusCode::kCorrupt, strformat("%s:%zu: pos %lld out of range", path.c_str(), lineno, (long long)pos));
+    if (pos < 0 || pos > static_cast<int64_t>(t.doc.size())) return corrupt(fmt::format("pos {} out of range", pos));
     if (op == "insert" || op == "accept") {
-      if (!j.contains("text") || !j["text"].is_string())
-        return Status(StatusCode::kCorrupt, strformat("%s:%zu: %s needs text", path.c_str(), lineno, op.c_str()));
+      if (!j.contains("text") || !j["text"].is_string()) return corrupt(fmt::format("{} needs text", op));
       t.doc.insert(static_cast<size_t>(pos), utf8_to_u32(j["text"].get<std::string>()));
     } else if (op == "delete") {
-      const int64_t n = j.value("n", int64_t{0});
-      if (n < 0 || pos + n > static_cast<int64_t>(t.doc.size()))
-        return Status(StatusCode::kCorrupt, strformat("%s:%zu: delete out of range", path.c_str(), lineno));
+      int64_t n = 0;
+      if (auto it = j.find("n"); it != j.end()) {
+        if (!it->is_number_integer()) return corrupt(fmt::format("field \"n\" is {}, expected an integer", it->type_name()));
+        n = it->get<int64_t>();
+      }
+      if (n < 0 || n > static_cast<int64_t>(t.doc.size()) - pos) return corrupt("delete out of range");
       t.doc.erase(static_cast<size_t>(pos), static_cast<size_t>(n));
     } else if (op != "move") {
-      return Status(StatusCode::kCorrupt, strformat("%s:%zu: unknown op '%s'", path.c_str(), lineno, op.c_str()));
+      return corrupt(fmt::format("unknown op '{}'", op));
     }
   }
   return t;
@@ -134,14 +145,8 @@ class Typist {
   Typist(Engine& eng, const tok::Tokenizer& tk, int max_tokens, bool heal)
       : eng_(eng), tk_(tk), max_tokens_(max_tokens), heal_(heal) {
     seq_ = eng_.new_sequence();
-    const int64_t n = eng_.n_vocab();
-    stop_.assign(static_cast<size_t>(n), 0);
-    banned_.assign(static_cast<size_t>(n), 0);
-    for (int64_t v = 0; v < n && v < tk_.n_vocab(); ++v) {
-      const int32_t id = static_cast<int32_t>(v);
-      if (id == eng_.hparams().eos_id || tk_.is_eog(id)) stop_[v] = 1;
-      else if (tk_.is_control(id)) banned_[v] = 1;  // FIM markers, BOS: never part of a suggestion
-    }
+    // eog ends a suggestion; control (FIM markers, BOS) is never part of one.
+    masks_ = continuation_masks(tk_, static_cast<int>(eng_.n_vocab()), eng_.hparams().eos_id);
   }
 
   // Greedy suggestion (code points) for the context text; fills token counters.
@@ -171,15 +176,16 @@ class Typist {
       const float* lg = seq_->logits();
       int32_t best = -1;
       for (int64_t v = 0; v < n_vocab; ++v) {
-        if (banned_[v]) continue;
+        const int32_t id = static_cast<int32_t>(v);
+        if (masks_.control.contains(id)) continue;
         if (i == 0 && !heal_prefix.empty()) {
-          if (stop_[v]) continue;
-          const std::string& b = tk_.token_bytes(static_cast<int32_t>(v));
+          if (masks_.eog.contains(id)) continue;
+          const std::string& b = tk_.token_bytes(id);
           if (b.size() < heal_prefix.size() || b.compare(0, heal_prefix.size(), heal_prefix) != 0) continue;
         }
-        if (best < 0 || lg[v] > lg[best]) best = static_cast<int32_t>(v);
+        if (best < 0 || lg[v] > lg[best]) best = id;
       }
-      if (best < 0 || stop_[best]) break;
+      if (best < 0 || masks_.eog.contains(best)) break;
       const std::string& b = tk_.token_bytes(best);
       text += (i == 0 && !heal_prefix.empty()) ? b.substr(heal_prefix.size()) : b;
       if (i + 1 == max_tokens_ || seq_->n_past() >= seq_->n_ctx()) break;
@@ -201,9 +207,15 @@ class Typist {
   const tok::Tokenizer& tk_;
   int max_tokens_;
   bool heal_;
-  std::vector<uint8_t> stop_, banned_;
+  ContinuationMasks masks_;
   std::unique_ptr<Sequence> seq_;
 };
+
+// One line of the results table (ks: keystroke savings, ar: acceptance rate).
+void print_summary(const std::string& name, const TraceResult& r, double ks, double ar) {
+  fmt::print("{:<20} chars {:>6}  keystrokes {:>6}  savings {:>6.2f}%  accepted {:>5}/{:<5} ({:.1f}%)  {:.1f} s\n", name,
+             r.chars, r.keystrokes, 100 * ks, r.accepted, r.shown, 100 * ar, r.seconds);
+}
 
 // Accepted length: the common prefix of suggestion and document, cut back to
 // the last word boundary.
@@ -323,7 +335,7 @@ int cmd_bench_typing(int argc, char** argv) {
         r.accepted_chars += L;
         if (verbose) {
           std::string a = u32_to_utf8(doc.data() + pos, static_cast<size_t>(L));
-          std::fprintf(stderr, "[%s @%lld] +%lld %s\n", tr.value().name.c_str(), (long long)pos, (long long)L, a.c_str());
+          fmt::print(stderr, "[{} @{}] +{} {}\n", tr.value().name, pos, L, a);
         }
         pos += L;
       } else {
@@ -338,9 +350,7 @@ int cmd_bench_typing(int argc, char** argv) {
                            {"accepted_chars", r.accepted_chars}, {"prefill_tokens", r.prefill_tokens},
                            {"decode_steps", r.decode_steps}, {"seconds", r.seconds},
                            {"ms_per_suggestion", r.positions ? 1e3 * r.seconds / static_cast<double>(r.positions) : 0.0}};
-    std::printf("%-20s chars %6lld  keystrokes %6lld  savings %6.2f%%  accepted %5lld/%-5lld (%.1f%%)  %.1f s\n",
-                tr.value().name.c_str(), (long long)r.chars, (long long)r.keystrokes, 100 * ks, (long long)r.accepted,
-                (long long)r.shown, 100 * ar, r.seconds);
+    print_summary(tr.value().name, r, ks, ar);
     std::fflush(stdout);
     total.chars += r.chars;
     total.keystrokes += r.keystrokes;
@@ -350,9 +360,7 @@ int cmd_bench_typing(int argc, char** argv) {
   }
   const double ks = total.chars ? 1.0 - static_cast<double>(total.keystrokes) / static_cast<double>(total.chars) : 0.0;
   const double ar = total.shown ? static_cast<double>(total.accepted) / static_cast<double>(total.shown) : 0.0;
-  std::printf("%-20s chars %6lld  keystrokes %6lld  savings %6.2f%%  accepted %5lld/%-5lld (%.1f%%)  %.1f s\n", "overall",
-              (long long)total.chars, (long long)total.keystrokes, 100 * ks, (long long)total.accepted,
-              (long long)total.shown, 100 * ar, total.seconds);
+  print_summary("overall", total, ks, ar);
   out["keystroke_savings"] = ks;
   out["acceptance_rate"] = ar;
   out["chars"] = total.chars;

@@ -2,7 +2,7 @@
 // Streams the continuation to stdout as it is generated.
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <cmath>
+#include <algorithm>
 #include <cstdio>
 
 #include "cli_util.h"
@@ -91,24 +91,18 @@ int cmd_complete(int argc, char** argv) {
     detok = std::make_unique<tok::StreamingDetokenizer>(*tk, dopt);
   }
   // Control tokens other than end-of-generation (fill-in-the-middle markers,
-  // BOS, ...) are never part of a continuation: mask them out.
-  std::vector<int32_t> banned, eog;
+  // BOS, ...) are never part of a continuation: the sampler masks them out.
+  const int32_t eos_id = model->hparams().eos_id;
+  ContinuationMasks masks;
   if (tk) {
-    for (int32_t id = 0; id < std::min<int32_t>(tk->n_vocab(), static_cast<int32_t>(eng.n_vocab())); ++id) {
-      if (tk->is_eog(id)) eog.push_back(id);
-      else if (tk->is_control(id)) banned.push_back(id);
-    }
+    masks = continuation_masks(*tk, static_cast<int>(eng.n_vocab()), eos_id);
+    sampler.set_mask(masks.control);
   }
-  std::vector<float> logits(static_cast<size_t>(eng.n_vocab()));
   int generated = 0;
   for (int i = 0; i < n_predict; ++i) {
-    std::copy(seq->logits(), seq->logits() + eng.n_vocab(), logits.begin());
-    for (int32_t id : banned) logits[static_cast<size_t>(id)] = -INFINITY;
     // An empty continuation is no suggestion: the first token is never the end.
-    if (i == 0)
-      for (int32_t id : eog) logits[static_cast<size_t>(id)] = -INFINITY;
-    const int32_t next = sampler.sample(logits.data(), history);
-    if (next == model->hparams().eos_id || (tk && tk->is_eog(next))) break;
+    const int32_t next = sampler.sample(seq->logits(), history, i == 0 ? &masks.eog : nullptr);
+    if (next == eos_id || masks.eog.contains(next)) break;
     history.push_back(next);
     ++generated;
     if (ids_out || !detok) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/json.h"
 #include "tokenizer/tokenizer.h"
 
 namespace laya::cli {
@@ -102,20 +103,21 @@ int cmd_tokenize(int argc, char** argv) {
     ++lineno;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
-    std::string text_in;
-    try {
-      auto j = nlohmann::json::parse(line);
-      if (!j.is_object() || !j.contains("text") || !j["text"].is_string())
-        throw std::runtime_error("expected an object with a string field \"text\"");
-      text_in = j["text"].get<std::string>();
-    } catch (const std::exception& e) {
+    // A bad line is reported on its own output line; the others still run.
+    const std::string where = "stdin line " + std::to_string(lineno);
+    auto j = parse_json(line, where);
+    Status bad = j.status();
+    if (j.ok() && !(j->is_object() && j->contains("text") && (*j)["text"].is_string()))
+      bad = Status(StatusCode::kCorrupt, where + ": expected an object with a string field \"text\"");
+    if (!bad.ok()) {
       ++errors;
-      nlohmann::json err = {{"error", "stdin line " + std::to_string(lineno) + ": " + e.what()}};
+      nlohmann::json err = {{"error", bad.message()}};
       out = err.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       std::fwrite(out.data(), 1, out.size(), stdout);
       std::fputc('\n', stdout);
       continue;
     }
+    const std::string text_in = (*j)["text"].get<std::string>();
     auto ids = t.encode(text_in, opt);
     if (!ids.ok()) {
       ++errors;
