@@ -3,17 +3,19 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
 
+#include <fmt/format.h>
+
 namespace laya {
 
 std::vector<std::string> backend_names() { return {"cpu"}; }
 
-Result<std::unique_ptr<Backend>> make_backend(std::string_view name, const BackendOptions& opt, const ForwardLimits& lim) {
+Result<std::unique_ptr<Backend>> make_backend(std::string_view name, const BackendOptions& opt,
+                                              const ForwardLimits& lim) {
   if (name == "cpu" || name.empty()) return CpuBackend::create(opt, lim);
   std::string known;
   for (const auto& n : backend_names()) known += (known.empty() ? "" : ", ") + n;
   return Status(StatusCode::kInvalidArgument,
-                strformat("backend '%.*s' is not available in this build (available: %s)", static_cast<int>(name.size()),
-                          name.data(), known.c_str()));
+                fmt::format("backend '{}' is not available in this build (available: {})", name, known));
 }
 
 }  // namespace laya

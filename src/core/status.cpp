@@ -26,20 +26,5 @@ std::string Status::to_string() const {
   return std::string(status_code_name(code_)) + ": " + msg_;
 }
 
-std::string strformat(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  va_list ap2;
-  va_copy(ap2, ap);
-  int n = std::vsnprintf(nullptr, 0, fmt, ap);
-  va_end(ap);
-  std::string out;
-  if (n > 0) {
-    out.resize(static_cast<size_t>(n));
-    std::vsnprintf(out.data(), out.size() + 1, fmt, ap2);
-  }
-  va_end(ap2);
-  return out;
-}
 
 }  // namespace laya

@@ -8,6 +8,8 @@
 #include <utility>
 #include <variant>
 
+#include <fmt/format.h>
+
 namespace laya {
 
 enum class StatusCode : int {
@@ -47,8 +49,6 @@ class [[nodiscard]] Status {
   std::string msg_;
 };
 
-// printf-style message formatting for errors (cold path only).
-std::string strformat(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 template <typename T>
 class [[nodiscard]] Result {
@@ -89,10 +89,10 @@ class [[nodiscard]] Result {
   if (!tmp.ok()) return tmp.status();              \
   lhs = std::move(tmp).value()
 
-// Fail with a formatted message when a condition does not hold.
+// Fail with a message (fmt::format arguments) when a condition does not hold.
 #define LAYA_CHECK_OR_RETURN(cond, code, ...)                         \
   do {                                                                \
-    if (!(cond)) return ::laya::Status((code), ::laya::strformat(__VA_ARGS__)); \
+    if (!(cond)) return ::laya::Status((code), fmt::format(__VA_ARGS__)); \
   } while (0)
 
 }  // namespace laya

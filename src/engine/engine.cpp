@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <cmath>
 #include <cstring>
 
@@ -58,17 +59,19 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
   EngineOptions& o = e->opt_;
   if (o.n_ctx <= 0) o.n_ctx = std::min<int64_t>(hp.n_ctx_train, 4096);
   if (o.n_ctx > (int64_t{1} << 24)) {
-    return Status(StatusCode::kInvalidArgument, strformat("n_ctx = %lld is too large (max 16M)", static_cast<long long>(o.n_ctx)));
+    return Status(StatusCode::kInvalidArgument, fmt::format("n_ctx = {} is too large (max 16M)", o.n_ctx));
   }
   if (o.n_batch <= 0) o.n_batch = 256;
   o.n_batch = std::min(o.n_batch, o.n_ctx);
   if (o.kv_type != DType::F32 && o.kv_type != DType::F16 && o.kv_type != DType::Q8_0) {
     return Status(StatusCode::kUnsupported,
-                  strformat("KV cache type %s is not supported (F32, F16 or Q8_0)", dtype_name(o.kv_type)));
+                  fmt::format("KV cache type {} is not supported (F32, F16 or Q8_0)", dtype_name(o.kv_type)));
   }
   if (o.kv_type == DType::Q8_0 && hp.head_dim % 32 != 0) {
-    return Status(StatusCode::kUnsupported, strformat("a Q8_0 KV cache needs head_dim to be a multiple of 32, this model's "
-                                                      "is %lld (use F16 or F32)", static_cast<long long>(hp.head_dim)));
+    return Status(
+        StatusCode::kUnsupported,
+        fmt::format("a Q8_0 KV cache needs head_dim to be a multiple of 32, this model's is {} (use F16 or F32)",
+                    hp.head_dim));
   }
   ForwardLimits lim;
   lim.max_cols = std::max({hp.n_embd, hp.n_ff, hp.q_dim()});
@@ -87,14 +90,15 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
 
   e->kv_layout_ = KvLayout{hp.n_layer, hp.n_head_kv, hp.head_dim, o.kv_type, o.kv_block_positions};
   if (o.kv_block_positions <= 0 || o.kv_block_positions % 16 != 0) {
-    return Status(StatusCode::kInvalidArgument, strformat("KV block of %lld positions: must be a positive multiple of 16",
-                                                          static_cast<long long>(o.kv_block_positions)));
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("KV block of {} positions: must be a positive multiple of 16", o.kv_block_positions));
   }
   if (o.kv_budget_bytes == 0) {
     const int64_t blocks = (o.n_ctx + o.kv_block_positions - 1) / o.kv_block_positions;
     o.kv_budget_bytes = std::max(static_cast<size_t>(blocks) * e->kv_layout_.block_bytes(), size_t{64} << 20);
   }
-  LAYA_ASSIGN_OR_RETURN(std::unique_ptr<KvBlockPool> pool, KvBlockPool::create(e->backend_, e->kv_layout_, o.kv_budget_bytes));
+  LAYA_ASSIGN_OR_RETURN(std::unique_ptr<KvBlockPool> pool,
+                        KvBlockPool::create(e->backend_, e->kv_layout_, o.kv_budget_bytes));
   e->pool_ = std::move(pool);
   e->kv_seed_ = kv_identity(*e->model_, e->kv_layout_);
   return e;
@@ -137,8 +141,8 @@ std::unique_ptr<Sequence> Engine::new_sequence() {
 Result<std::unique_ptr<Sequence>> Engine::fork(const Sequence& src, int64_t n_pos) {
   LAYA_TRY(check_sequence(src, "fork"));
   if (n_pos < 0 || n_pos > src.n_past()) {
-    return Status(StatusCode::kOutOfRange, strformat("fork of %lld positions: must be in [0, %lld] (tokens cached)",
-                                                     static_cast<long long>(n_pos), static_cast<long long>(src.n_past())));
+    return Status(StatusCode::kOutOfRange,
+                  fmt::format("fork of {} positions: must be in [0, {}] (tokens cached)", n_pos, src.n_past()));
   }
   std::lock_guard<std::mutex> lock(forward_mu_);
   std::unique_ptr<Sequence> s(new Sequence(pool_, opt_.n_ctx));
@@ -150,15 +154,17 @@ Result<std::unique_ptr<Sequence>> Engine::fork(const Sequence& src, int64_t n_po
 int64_t Engine::reuse_cached_prefix(Sequence& seq, std::span<const int32_t> tokens) {
   if (seq.pool_ != pool_ || seq.n_past() > 0) return 0;
   std::lock_guard<std::mutex> lock(forward_mu_);
-  const int64_t n = std::min<int64_t>(seq.table_.adopt_cached_prefix(kv_seed_, tokens), static_cast<int64_t>(tokens.size()));
+  const int64_t n =
+      std::min<int64_t>(seq.table_.adopt_cached_prefix(kv_seed_, tokens), static_cast<int64_t>(tokens.size()));
   seq.tokens_.assign(tokens.begin(), tokens.begin() + n);
   return n;
 }
 
 Status Engine::check_sequence(const Sequence& seq, const char* what) const {
   if (seq.pool_ != pool_) {
-    return Status(StatusCode::kInvalidArgument,
-                  strformat("%s: the sequence belongs to another engine (its KV blocks live in that engine's pool)", what));
+    return Status(
+        StatusCode::kInvalidArgument,
+        fmt::format("{}: the sequence belongs to another engine (its KV blocks live in that engine's pool)", what));
   }
   return Status::Ok();
 }
@@ -167,8 +173,8 @@ Status Engine::check_tokens(std::span<const int32_t> tokens) const {
   const int64_t nv = n_vocab();
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] < 0 || tokens[i] >= nv) {
-      return Status(StatusCode::kInvalidArgument, strformat("token %lld at index %zu is out of range [0, %lld)",
-                                                            static_cast<long long>(tokens[i]), i, static_cast<long long>(nv)));
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("token {} at index {} is out of range [0, {})", tokens[i], i, nv));
     }
   }
   return Status::Ok();
@@ -177,8 +183,8 @@ Status Engine::check_tokens(std::span<const int32_t> tokens) const {
 Status Engine::truncate(Sequence& seq, int64_t pos) {
   LAYA_TRY(check_sequence(seq, "truncate"));
   if (pos < 0 || pos > seq.n_past()) {
-    return Status(StatusCode::kOutOfRange, strformat("KV cache truncate to %lld: must be in [0, %lld] (tokens cached)",
-                                                     static_cast<long long>(pos), static_cast<long long>(seq.n_past())));
+    return Status(StatusCode::kOutOfRange,
+                  fmt::format("KV cache truncate to {}: must be in [0, {}] (tokens cached)", pos, seq.n_past()));
   }
   std::lock_guard<std::mutex> lock(forward_mu_);
   seq.table_.truncate(pos);
@@ -186,7 +192,8 @@ Status Engine::truncate(Sequence& seq, int64_t pos) {
   return Status::Ok();
 }
 
-Status Engine::forward_chunk(Sequence& seq, const int32_t* tokens, int64_t m, int64_t pos, float* out, bool all_logits) {
+Status Engine::forward_chunk(Sequence& seq, const int32_t* tokens, int64_t m, int64_t pos, float* out,
+                             bool all_logits) {
   LAYA_TRY(seq.table_.prepare_write(pos, m));
   const KvLayerView kv{&pool_->layout(), pool_->memory(), seq.table_.ids().data(), seq.table_.n_blocks(), 0};
   LAYA_TRY(transformer_forward(*model_, *backend_, rope_, kv, scratch_, tokens, m, pos));
@@ -203,13 +210,13 @@ Status Engine::prefill(Sequence& seq, std::span<const int32_t> tokens, int64_t p
   const int64_t n = static_cast<int64_t>(tokens.size());
   if (n == 0) return Status(StatusCode::kInvalidArgument, "prefill: no tokens");
   if (pos < 0 || pos > seq.n_past()) {
-    return Status(StatusCode::kOutOfRange, strformat("prefill at position %lld: must be in [0, %lld] (tokens cached)",
-                                                     static_cast<long long>(pos), static_cast<long long>(seq.n_past())));
+    return Status(StatusCode::kOutOfRange,
+                  fmt::format("prefill at position {}: must be in [0, {}] (tokens cached)", pos, seq.n_past()));
   }
   if (n > seq.n_ctx() - pos) {
-    return Status(StatusCode::kOutOfRange, strformat("prefill of %lld tokens at position %lld exceeds the context of %lld "
-                                                     "tokens (raise n_ctx)", static_cast<long long>(n),
-                                                     static_cast<long long>(pos), static_cast<long long>(seq.n_ctx())));
+    return Status(StatusCode::kOutOfRange,
+                  fmt::format("prefill of {} tokens at position {} exceeds the context of {} tokens (raise n_ctx)", n,
+                              pos, seq.n_ctx()));
   }
   LAYA_TRY(check_tokens(tokens));
   std::lock_guard<std::mutex> lock(forward_mu_);
@@ -226,15 +233,14 @@ Status Engine::prefill(Sequence& seq, std::span<const int32_t> tokens, int64_t p
   // The caller's all_logits array receives the rows directly where backend
   // memory is host memory (one matmul per chunk, as before the backend split).
   if (all_logits && !backend_->host_visible()) {
-    return Status(StatusCode::kUnsupported, strformat("prefill: all-position logits are not available on the %s backend",
-                                                      backend_->name()));
+    return Status(StatusCode::kUnsupported,
+                  fmt::format("prefill: all-position logits are not available on the {} backend", backend_->name()));
   }
   seq.table_.truncate(pos);
   seq.tokens_.resize(static_cast<size_t>(pos));
   for (int64_t off = 0; off < n; off += opt_.n_batch) {
     if (off > 0 && cancel && cancel->load(std::memory_order_relaxed)) {
-      return Status(StatusCode::kCancelled, strformat("prefill cancelled after %lld of %lld tokens",
-                                                      static_cast<long long>(off), static_cast<long long>(n)));
+      return Status(StatusCode::kCancelled, fmt::format("prefill cancelled after {} of {} tokens", off, n));
     }
     const int64_t m = std::min(opt_.n_batch, n - off);
     const bool last = off + m == n;

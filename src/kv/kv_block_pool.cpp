@@ -1,6 +1,7 @@
 #include "kv/kv_block_pool.h"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <limits>
 
 #include <xxhash.h>
@@ -10,23 +11,28 @@ namespace laya {
 Result<std::unique_ptr<KvBlockPool>> KvBlockPool::create(std::shared_ptr<Backend> be, const KvLayout& layout,
                                                         size_t budget_bytes) {
   if (layout.block_pos <= 0 || layout.block_pos % 16 != 0) {
-    return Status(StatusCode::kInvalidArgument, strformat("KV block of %lld positions: must be a positive multiple of 16",
-                                                          static_cast<long long>(layout.block_pos)));
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("KV block of {} positions: must be a positive multiple of 16", layout.block_pos));
   }
   const size_t bb = layout.block_bytes();
   if (bb == 0 || budget_bytes < bb) {
-    return Status(StatusCode::kInvalidArgument,
-                  strformat("KV budget of %.1f MB holds no block (one block of %lld positions is %.1f MB); raise the budget",
-                            static_cast<double>(budget_bytes) / 1e6, static_cast<long long>(layout.block_pos),
-                            static_cast<double>(bb) / 1e6));
+    return Status(
+        StatusCode::kInvalidArgument,
+        fmt::format("KV budget of {:.1f} MB holds no block (one block of {} positions is {:.1f} MB); raise the budget",
+                    static_cast<double>(budget_bytes) / 1e6, layout.block_pos, static_cast<double>(bb) / 1e6));
   }
   const int64_t n = std::min<int64_t>(static_cast<int64_t>(budget_bytes / bb), std::numeric_limits<int32_t>::max());
   LAYA_ASSIGN_OR_RETURN(Buffer buf, be->alloc(static_cast<size_t>(n) * bb, "the KV block pool"));
   return std::unique_ptr<KvBlockPool>(new KvBlockPool(std::move(be), layout, budget_bytes, std::move(buf), n));
 }
 
-KvBlockPool::KvBlockPool(std::shared_ptr<Backend> be, const KvLayout& layout, size_t budget, Buffer buf, int64_t n_blocks)
-    : be_(std::move(be)), layout_(layout), budget_(budget), buf_(std::move(buf)), n_blocks_(n_blocks),
+KvBlockPool::KvBlockPool(std::shared_ptr<Backend> be, const KvLayout& layout, size_t budget, Buffer buf,
+                         int64_t n_blocks)
+    : be_(std::move(be)),
+      layout_(layout),
+      budget_(budget),
+      buf_(std::move(buf)),
+      n_blocks_(n_blocks),
       meta_(static_cast<size_t>(n_blocks)) {
   for (int32_t i = 0; i < n_blocks; ++i) push_free_back(i);
 }
@@ -57,9 +63,9 @@ void KvBlockPool::push_free_front(int32_t id) {
 Result<int32_t> KvBlockPool::allocate() {
   if (free_head_ < 0) {
     return Status(StatusCode::kOutOfMemory,
-                  strformat("KV block pool full: all %lld blocks (%.1f MB of a %.1f MB budget) are in use; raise the "
-                            "KV budget (--kv-budget MB) or close sequences", static_cast<long long>(n_blocks_),
-                            static_cast<double>(buf_.bytes()) / 1e6, static_cast<double>(budget_) / 1e6));
+                  fmt::format("KV block pool full: all {} blocks ({:.1f} MB of a {:.1f} MB budget) are in use; raise "
+                              "the KV budget (--kv-budget MB) or close sequences",
+                              n_blocks_, static_cast<double>(buf_.bytes()) / 1e6, static_cast<double>(budget_) / 1e6));
   }
   const int32_t id = free_head_;
   unlink(id);
@@ -128,8 +134,8 @@ Status KvBlockTable::prepare_write(int64_t pos, int64_t n) {
   const int64_t bp = pool_.layout().block_pos;
   const int64_t need = (pos + n + bp - 1) / bp;
   if (need > max_blocks_) {
-    return Status(StatusCode::kOutOfRange, strformat("KV positions up to %lld exceed the sequence's %lld blocks",
-                                                     static_cast<long long>(pos + n), static_cast<long long>(max_blocks_)));
+    return Status(StatusCode::kOutOfRange,
+                  fmt::format("KV positions up to {} exceed the sequence's {} blocks", pos + n, max_blocks_));
   }
   // Copy the shared blocks the write lands in, then take new ones. A failure
   // part way leaves valid, owned blocks: nothing before pos is touched.

@@ -41,18 +41,18 @@ uint64_t Rng::next() {
 }
 
 Status Sampler::validate(const SamplerParams& p, int n_vocab) {
-  LAYA_CHECK_OR_RETURN(n_vocab > 0, StatusCode::kInvalidArgument, "sampler: n_vocab = %d, expected > 0", n_vocab);
+  LAYA_CHECK_OR_RETURN(n_vocab > 0, StatusCode::kInvalidArgument, "sampler: n_vocab = {}, expected > 0", n_vocab);
   LAYA_CHECK_OR_RETURN(std::isfinite(p.temperature), StatusCode::kInvalidArgument,
-                       "sampler: temperature = %g, expected a finite value (0 = greedy)", p.temperature);
-  LAYA_CHECK_OR_RETURN(p.top_k >= 0, StatusCode::kInvalidArgument, "sampler: top_k = %d, expected >= 0 (0 = off)", p.top_k);
+                       "sampler: temperature = {:g}, expected a finite value (0 = greedy)", p.temperature);
+  LAYA_CHECK_OR_RETURN(p.top_k >= 0, StatusCode::kInvalidArgument, "sampler: top_k = {}, expected >= 0 (0 = off)", p.top_k);
   LAYA_CHECK_OR_RETURN(p.top_p > 0.0f && p.top_p <= 1.0f, StatusCode::kInvalidArgument,
-                       "sampler: top_p = %g, expected in (0, 1] (1 = off)", p.top_p);
+                       "sampler: top_p = {:g}, expected in (0, 1] (1 = off)", p.top_p);
   LAYA_CHECK_OR_RETURN(p.min_p >= 0.0f && p.min_p <= 1.0f, StatusCode::kInvalidArgument,
-                       "sampler: min_p = %g, expected in [0, 1] (0 = off)", p.min_p);
+                       "sampler: min_p = {:g}, expected in [0, 1] (0 = off)", p.min_p);
   LAYA_CHECK_OR_RETURN(p.repeat_penalty > 0.0f && std::isfinite(p.repeat_penalty), StatusCode::kInvalidArgument,
-                       "sampler: repeat_penalty = %g, expected a finite value > 0 (1 = off)", p.repeat_penalty);
+                       "sampler: repeat_penalty = {:g}, expected a finite value > 0 (1 = off)", p.repeat_penalty);
   LAYA_CHECK_OR_RETURN(p.repeat_last_n >= -1, StatusCode::kInvalidArgument,
-                       "sampler: repeat_last_n = %d, expected >= -1 (0 = off, -1 = whole history)", p.repeat_last_n);
+                       "sampler: repeat_last_n = {}, expected >= -1 (0 = off, -1 = whole history)", p.repeat_last_n);
   return Status::Ok();
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build laya_tests with AddressSanitizer + UndefinedBehaviorSanitizer
 # (-DLAYA_SANITIZE=ON, the default compiler: gcc is fine) in a separate build
-# directory and run the file-format and tokenizer tests under it.
+# directory and run the file-format, tokenizer, KV pool and attention tests under it.
 #
 #   tools/ci/sanitize.sh
 #   BUILD_DIR=/tmp/asan FILTER='Gguf*' tools/ci/sanitize.sh
@@ -9,7 +9,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build-asan}"
-FILTER="${FILTER:-Gguf*:Safetensors*:Tokenizer*}"
+FILTER="${FILTER:-Gguf*:Safetensors*:Tokenizer*:KvBlockPool*:EngineKv*:KernelAttention*}"
 JOBS="${JOBS:-$(nproc)}"
 
 cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

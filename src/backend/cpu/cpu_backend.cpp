@@ -1,6 +1,7 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -36,13 +37,13 @@ Result<std::unique_ptr<Backend>> CpuBackend::create(const BackendOptions& opt, c
   int n = opt.n_threads;
   if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (n > kMaxThreads) {
-    return Status(StatusCode::kInvalidArgument, strformat("%d threads: at most %d (this machine has %u cores)", n, kMaxThreads,
-                                                          std::thread::hardware_concurrency()));
+    return Status(StatusCode::kInvalidArgument, fmt::format("{} threads: at most {} (this machine has {} cores)", n,
+                                                            kMaxThreads, std::thread::hardware_concurrency()));
   }
   try {
     return std::unique_ptr<Backend>(new CpuBackend(opt, lim, n));
   } catch (const std::system_error& e) {
-    return Status(StatusCode::kOutOfMemory, strformat("cannot start %d threads: %s", n, e.what()));
+    return Status(StatusCode::kOutOfMemory, fmt::format("cannot start {} threads: {}", n, e.what()));
   } catch (const std::bad_alloc&) {
     return Status(StatusCode::kOutOfMemory, "cpu backend: out of memory for its scratch");
   }
@@ -55,7 +56,8 @@ CpuBackend::CpuBackend(const BackendOptions& opt, const ForwardLimits& lim, int 
   for (auto& s : scratch_) {
     s.tile.resize(static_cast<size_t>(kTileRows * lim.max_cols));
     s.tileT.resize(static_cast<size_t>(kTileRows * lim.max_cols));
-    s.scores.resize(static_cast<size_t>(cpu::scores_stride(std::max<int64_t>(lim.max_ctx, 1)) * std::max<int64_t>(lim.max_group, 1)));
+    s.scores.resize(static_cast<size_t>(cpu::scores_stride(std::max<int64_t>(lim.max_ctx, 1)) *
+                                        std::max<int64_t>(lim.max_group, 1)));
   }
   // Resolve the ISA once, outside any hot path.
   gemm_ = cpu::gemm_tile_for(cpu::kernels().isa);
@@ -150,11 +152,11 @@ Result<Buffer> CpuBackend::alloc(size_t bytes, const char* what) {
   constexpr size_t kHuge = size_t{2} << 20;
   const size_t align = bytes >= kHuge ? kHuge : 64;
   const size_t n = std::max<size_t>((bytes + align - 1) / align * align, align);
-  if (n < bytes) return Status(StatusCode::kOutOfMemory, strformat("%s: %zu bytes cannot be allocated", what, bytes));
+  if (n < bytes) return Status(StatusCode::kOutOfMemory, fmt::format("{}: {} bytes cannot be allocated", what, bytes));
   void* p = std::aligned_alloc(align, n);
   if (!p) {
-    return Status(StatusCode::kOutOfMemory, strformat("%s: cannot allocate %.1f MB of host memory", what,
-                                                      static_cast<double>(bytes) / 1e6));
+    return Status(StatusCode::kOutOfMemory,
+                  fmt::format("{}: cannot allocate {:.1f} MB of host memory", what, static_cast<double>(bytes) / 1e6));
   }
   if (align == kHuge) madvise(p, n, MADV_HUGEPAGE);
   std::memset(p, 0, n);  // touch the pages now, not during the first keystroke
@@ -192,7 +194,8 @@ bool CpuBackend::uses_packed_gemm(const PackedEntry* pe, int64_t n_tok) const {
 #endif
 }
 
-void CpuBackend::quantize_packed_input(const PackedEntry* const* pes, int n, const float* x, int64_t cols, int64_t n_tok) {
+void CpuBackend::quantize_packed_input(const PackedEntry* const* pes, int n, const float* x, int64_t cols,
+                                       int64_t n_tok) {
   bool needed = false;
   for (int i = 0; i < n; ++i) needed |= n_tok == 1 ? pes[i] != nullptr : uses_packed_gemm(pes[i], n_tok);
   if (!needed) return;
@@ -311,7 +314,8 @@ Status CpuBackend::matmul(const Tensor& w, const float* x, int64_t n_tok, float*
 
 Status CpuBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) {
   if (n_outs > kMaxGroup) {  // not reached from the forward pass (3 at most)
-    for (int i = 0; i < n_outs; i += kMaxGroup) LAYA_TRY(matmul_group(outs + i, std::min(kMaxGroup, n_outs - i), x, n_tok));
+    for (int i = 0; i < n_outs; i += kMaxGroup)
+      LAYA_TRY(matmul_group(outs + i, std::min(kMaxGroup, n_outs - i), x, n_tok));
     return Status::Ok();
   }
   // The matrices' rows are laid end to end and split evenly across threads,
@@ -419,8 +423,8 @@ namespace {
 // This (layer, head)'s K / V across the sequence's blocks.
 cpu::KvHeadBlocks head_blocks(const KvLayerView& kv, int64_t g) {
   const KvLayout& L = *kv.layout;
-  return cpu::KvHeadBlocks{kv.pool + L.k_offset(kv.layer, g), kv.pool + L.v_offset(kv.layer, g), kv.ids, L.block_bytes(),
-                           L.block_pos};
+  return cpu::KvHeadBlocks{kv.pool + L.k_offset(kv.layer, g), kv.pool + L.v_offset(kv.layer, g), kv.ids,
+                           L.block_bytes(), L.block_pos};
 }
 
 }  // namespace
@@ -458,8 +462,8 @@ Status CpuBackend::kv_store(const KvLayerView& kv, const float* k, const float* 
   return Status::Ok();
 }
 
-Status CpuBackend::attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
-                             float* out) {
+Status CpuBackend::attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0,
+                             const AttentionShape& s, float* out) {
   const int64_t hd = s.head_dim, group = s.n_head / s.n_head_kv;
   // One work item per (token, KV head): the GQA group's query heads share
   // every K/V row read, and a head's K and V are two contiguous streams per block.
