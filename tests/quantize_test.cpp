@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "backend/cpu/kernels.h"
-#include "backend/cpu/quantize.h"
+#include "format/quantize.h"
 #include "core/dtype.h"
 #include "core/fp16.h"
 
@@ -33,7 +33,7 @@ std::vector<float> random_row(int64_t n, uint32_t seed, float std = 1.0f, bool o
 std::vector<float> roundtrip(DType t, const std::vector<float>& x, std::vector<uint8_t>* bytes = nullptr) {
   const int64_t n = static_cast<int64_t>(x.size());
   std::vector<uint8_t> q(row_bytes(t, n));
-  cpu::quantize_row(t, x.data(), q.data(), n);
+  quantize_row(t, x.data(), q.data(), n);
   std::vector<float> y(x.size());
   const cpu::KernelTable* k = cpu::kernels_for(cpu::Isa::kScalar);
   EXPECT_NE(k, nullptr);
@@ -156,7 +156,7 @@ TEST(QuantizeKQuants, ZeroAndConstantRows) {
 TEST(QuantizeQ6_K, UsesFullRangeLikeGgml) {
   auto x = random_row(256, 5, 1.0f, false);
   std::vector<uint8_t> q(row_bytes(DType::Q6_K, 256));
-  cpu::quantize_row_q6_k(x.data(), q.data(), 256);
+  quantize_row_q6_k(x.data(), q.data(), 256);
   BlockQ6_K b;
   std::memcpy(&b, q.data(), sizeof(b));
   int min_scale = 127;
@@ -167,7 +167,7 @@ TEST(QuantizeQ6_K, UsesFullRangeLikeGgml) {
 TEST(QuantizeQ8_0, ExtremeMapsTo127) {
   auto x = random_row(32, 9, 1.0f, false);
   BlockQ8_0 b;
-  cpu::quantize_row_q8_0(x.data(), &b, 32);
+  quantize_row_q8_0(x.data(), &b, 32);
   int amax = 0;
   for (int8_t v : b.qs) amax = std::max(amax, std::abs(int(v)));
   EXPECT_EQ(amax, 127);
@@ -176,9 +176,9 @@ TEST(QuantizeQ8_0, ExtremeMapsTo127) {
 TEST(QuantizeApi, CanQuantizeTypes) {
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q5_K,
                   DType::Q6_K})
-    EXPECT_TRUE(cpu::can_quantize(t)) << dtype_name(t);
-  EXPECT_FALSE(cpu::can_quantize(DType::Q2_K));
-  EXPECT_FALSE(cpu::can_quantize(DType::Q8_K));
+    EXPECT_TRUE(can_quantize(t)) << dtype_name(t);
+  EXPECT_FALSE(can_quantize(DType::Q2_K));
+  EXPECT_FALSE(can_quantize(DType::Q8_K));
 }
 
 }  // namespace

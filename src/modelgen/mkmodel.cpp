@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "backend/cpu/quantize.h"
+#include "format/quantize.h"
 #include "core/random.h"
 #include "format/gguf_writer.h"
 #include "model/hparams.h"
@@ -124,7 +124,7 @@ class TensorWriter {
         for (int64_t r = tid; r < nr; r += n_threads_) {
           uint64_t s = tseed + static_cast<uint64_t>(r0 + r);
           fill_normal(row.data(), ncols, splitmix64(s), mean, stdv);
-          cpu::quantize_row(t.type, row.data(), buf_.data() + static_cast<size_t>(r) * rb, ncols);
+          quantize_row(t.type, row.data(), buf_.data() + static_cast<size_t>(r) * rb, ncols);
         }
       };
       run_threads(static_cast<int>(std::min<int64_t>(n_threads_, nr)), work);
@@ -183,7 +183,7 @@ Result<MkModelReport> make_random_model(const ModelPreset& p, const MkModelOptio
     int64_t ne = 1;
     for (int64_t d : t.ne) ne *= d;
     rep.n_params += static_cast<uint64_t>(ne);
-    if (!cpu::can_quantize(t.type))
+    if (!can_quantize(t.type))
       return Status(StatusCode::kUnsupported, fmt::format("tensor '{}': no quantizer for {}", t.name, dtype_name(t.type)));
   }
   rep.file_bytes = w.file_size();

@@ -319,12 +319,16 @@ Status CpuBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* 
     return Status::Ok();
   }
   // The matrices' rows are laid end to end and split evenly across threads,
-  // in tiles so a thread's share of each matrix stays contiguous.
+  // in tiles so a thread's share of each matrix stays contiguous. Each
+  // matrix starts on a tile boundary (its rows padded to a whole tile), so a
+  // share never starts inside a later matrix's 16-row packed group (the
+  // conformance suite's odd-rows-first group found that).
   static_assert(kTileRows == cpu::kPackRows, "packed groups are tiles");
+  auto padded = [](int64_t rows) { return (rows + kTileRows - 1) / kTileRows * kTileRows; };
   int64_t total = 0;
   const PackedEntry* pes[kMaxGroup];  // looked up once here, not per chunk
   for (int i = 0; i < n_outs; ++i) {
-    total += outs[i].w->rows();
+    total += padded(outs[i].w->rows());
     pes[i] = packed(*outs[i].w);
   }
   quantize_packed_input(pes, n_outs, x, outs[0].w->cols(), n_tok);
@@ -335,7 +339,7 @@ Status CpuBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* 
       const int64_t rows = outs[i].w->rows();
       const int64_t lb = std::max<int64_t>(b - base, 0), le = std::min<int64_t>(e - base, rows);
       if (lb < le) matmul_rows(*outs[i].w, pes[i], x, n_tok, outs[i].y, lb, le, ti);
-      base += rows;
+      base += padded(rows);
     }
   };
   run_rows(total, n_tok, rows_of_group);

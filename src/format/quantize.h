@@ -1,4 +1,5 @@
-// Scalar float32 → GGUF block quantizers (bit-exact ggml block layouts).
+// Scalar float32 → GGUF block quantizers (bit-exact ggml block layouts): the
+// file format's encoders, used by mkmodel and by tests as the reference.
 // The K-quants follow llama.cpp's reference quantize_row_*_ref (the same
 // scale searches, without an importance matrix), so files written by laya
 // decode to the same quality as llama.cpp's quantizer would give.
@@ -8,7 +9,7 @@
 
 #include "core/dtype.h"
 
-namespace laya::cpu {
+namespace laya {
 
 // Types quantize_row() can produce: F32, F16, BF16, Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K.
 bool can_quantize(DType t);
@@ -26,4 +27,4 @@ void quantize_row_q4_k(const float* x, void* y, int64_t n);
 void quantize_row_q5_k(const float* x, void* y, int64_t n);
 void quantize_row_q6_k(const float* x, void* y, int64_t n);
 
-}  // namespace laya::cpu
+}  // namespace laya

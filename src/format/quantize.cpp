@@ -5,10 +5,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "backend/cpu/quantize.h"
+#include "format/quantize.h"
 #include "core/fp16.h"
 
-namespace laya::cpu {
+namespace laya {
 namespace {
 
 constexpr float kGroupMaxEps = 1e-15f;
@@ -394,4 +394,4 @@ void quantize_row_q6_k(const float* x, void* vy, int64_t n) {
   }
 }
 
-}  // namespace laya::cpu
+}  // namespace laya
