@@ -1,0 +1,843 @@
+// Backend conformance suite (as llama.cpp's test-backend-ops does for ggml):
+// every op of the Backend interface, every weight and KV cache type, odd
+// shapes, checked through the interface only against references written here
+// in plain double loops. Weights are built from random data with the scalar
+// reference quantizers and dequantized with the scalar reference kernels
+// (src/backend/cpu/ref, the project's ground truth); everything else the
+// backend computes is compared with textbook formulas.
+//
+// The suite is parameterized by backend name (backend_names()), so a new
+// backend runs it unchanged: inputs go in with upload(), results come back
+// with download(), nothing dereferences backend memory. Weight tensors are
+// host Tensors in a file mapping (as the engine's are: the CPU backend gives
+// back the file pages of the matrices it packs), readied by prepare_weights().
+//
+// Accuracy contract (error metric: max |got - ref| over an op's output divided
+// by the output's scale, max |ref| or the typical magnitude of a dot product,
+// whichever is larger — so a near-zero single output cannot inflate it):
+//   - float paths (float weights, every weight type multiplied in float32,
+//     attention on the values the cache holds): 1e-5 (the CPU
+//     measures <= 2e-6 at every ISA); dequantization (get_rows) and
+//     elementwise ops: 1e-6 (measured <= 1e-7);
+//   - the quantized types a backend may multiply with quantized activations
+//     once prepared (Q8_0, Q5_0, Q4_K, Q6_K: the CPU's VNNI kernels quantize
+//     activations to ~15 bits, packed.h): 5e-4 (measured <= 2.2e-4, Q4_K).
+//     One 4-bit quant step of one weight in one row fails it, as one int8
+//     step of one Q8_0 weight fails the float bound (TolerancesRejectOneQuantStep);
+//   - attention over an F16 / Q8_0 cache: the reference first rounds K/V as
+//     the cache stores them (fp16; Q8_0: d = max|x| / 127, q = round(x / d) per
+//     32 values of a position, a float32 scale), then the float bound applies.
+// Each test prints one `[ measure  ]` line per group with the worst error.
+#include <gtest/gtest.h>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <ostream>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cpu/kernels.h"   // the scalar reference dequantizers (ground truth); the ISA for the log
+#include "backend/cpu/quantize.h"  // the scalar reference quantizers
+#include "core/fp16.h"
+
+namespace laya {
+
+// Test names and failures print a weight type by name (ADL finds it here;
+// static: no clash with another test file's).
+[[maybe_unused]] static void PrintTo(DType t, std::ostream* os) { *os << dtype_name(t); }
+
+namespace {
+
+// ---- bounds ------------------------------------------------------------------------------------
+constexpr double kFloatTol = 1e-5;     // float32 arithmetic against double
+constexpr double kInt8ActTol = 5e-4;   // ~15-bit activations (packed Q8_0 / Q5_0 / Q4_K / Q6_K)
+constexpr double kExactTol = 1e-6;     // dequantization (get_rows), elementwise ops
+constexpr double kAttnTol = 1e-5;      // attention on the values the cache holds
+
+constexpr int kThreads = 2;
+
+// ---- plumbing ----------------------------------------------------------------------------------
+void must(const Status& st, const std::string& what) {
+  if (!st.ok()) throw std::runtime_error(what + ": " + st.to_string());
+}
+
+std::unique_ptr<Backend> make(const std::string& name, const ForwardLimits& lim) {
+  auto be = make_backend(name, BackendOptions{.n_threads = kThreads, .lock_memory = false}, lim);
+  must(be.status(), "make_backend(" + name + ")");
+  return std::move(be).value();
+}
+
+Buffer alloc(Backend& be, size_t bytes, const char* what) {
+  auto b = be.alloc(bytes, what);
+  must(b.status(), std::string("alloc ") + what);
+  return std::move(b).value();
+}
+
+template <typename T>
+Buffer upload(Backend& be, const std::vector<T>& v, const char* what) {
+  Buffer b = alloc(be, std::max<size_t>(v.size() * sizeof(T), 1), what);
+  if (!v.empty()) must(be.upload(b.data(), v.data(), v.size() * sizeof(T)), std::string("upload ") + what);
+  return b;
+}
+
+template <typename T>
+std::vector<T> download(Backend& be, const void* src, size_t n) {
+  must(be.synchronize(), "synchronize");
+  std::vector<T> v(n);
+  must(be.download(v.data(), src, n * sizeof(T)), "download");
+  return v;
+}
+
+const char* isa() { return cpu::isa_name(cpu::active_isa()); }
+
+// Worst error per group of cases, and where it was; printed as one line each.
+class Measure {
+ public:
+  explicit Measure(std::string what) : what_(std::move(what)) {}
+  ~Measure() {
+    for (const auto& [group, m] : groups_) {
+      std::printf("[ measure  ] %s %s: max rel err %.2e (bound %.0e) over %d cases, worst %s (isa %s)\n", what_.c_str(),
+                  group.c_str(), m.worst, m.bound, m.n, m.where.c_str(), isa());
+    }
+  }
+  // Records err for `group`; a failure names the case.
+  void add(const std::string& group, double err, double bound, const std::string& where) {
+    Group& g = groups_[group];
+    g.bound = bound;
+    ++g.n;
+    if (err > g.worst || g.n == 1) {
+      g.worst = err;
+      g.where = where;
+    }
+    EXPECT_LE(err, bound) << what_ << " " << group << ": " << where;
+  }
+
+ private:
+  struct Group {
+    double worst = 0, bound = 0;
+    int n = 0;
+    std::string where;
+  };
+  std::string what_;
+  std::map<std::string, Group> groups_;
+};
+
+// max |got - ref| / max(max |ref|, floor); NaN anywhere is an infinite error.
+double rel_err(const std::vector<float>& got, const std::vector<double>& ref, double floor) {
+  if (got.size() != ref.size()) return INFINITY;
+  double num = 0, den = floor;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!std::isfinite(got[i])) return INFINITY;
+    num = std::max(num, std::fabs(got[i] - ref[i]));
+    den = std::max(den, std::fabs(ref[i]));
+  }
+  return num / (den > 0 ? den : 1e-30);
+}
+
+// ---- weights -----------------------------------------------------------------------------------
+// Bytes in a shared memory file mapping: like a model file's mapping, pages
+// given back by the backend (madvise DONTNEED) read back the same bytes.
+class Mapping {
+ public:
+  explicit Mapping(size_t bytes) : n_(std::max<size_t>(bytes, 1)) {
+    const int fd = memfd_create("laya-conformance", 0);
+    if (fd < 0) throw std::runtime_error("memfd_create failed");
+    if (ftruncate(fd, static_cast<off_t>(n_)) != 0) {
+      close(fd);
+      throw std::runtime_error("ftruncate failed");
+    }
+    void* p = mmap(nullptr, n_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
+    p_ = static_cast<uint8_t*>(p);
+  }
+  ~Mapping() { munmap(p_, n_); }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  uint8_t* data() const { return p_; }
+
+ private:
+  size_t n_;
+  uint8_t* p_ = nullptr;
+};
+
+// Q4_1 / Q5_1 have no quantizer in the project (no file writer needs them):
+// ggml's reference rounding, min/max per block of 32.
+void quantize_row_q4_1(const float* x, void* y, int64_t n) {
+  auto* b = static_cast<BlockQ4_1*>(y);
+  for (int64_t i = 0; i < n / 32; ++i, x += 32) {
+    const float mn = *std::min_element(x, x + 32), mx = *std::max_element(x, x + 32);
+    const float d = (mx - mn) / 15.0f, id = d != 0 ? 1.0f / d : 0.0f;
+    b[i].d = f32_to_fp16(d);
+    b[i].m = f32_to_fp16(mn);
+    for (int j = 0; j < 16; ++j) {
+      const int q0 = std::min(15, static_cast<int>((x[j] - mn) * id + 0.5f));
+      const int q1 = std::min(15, static_cast<int>((x[j + 16] - mn) * id + 0.5f));
+      b[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+void quantize_row_q5_1(const float* x, void* y, int64_t n) {
+  auto* b = static_cast<BlockQ5_1*>(y);
+  for (int64_t i = 0; i < n / 32; ++i, x += 32) {
+    const float mn = *std::min_element(x, x + 32), mx = *std::max_element(x, x + 32);
+    const float d = (mx - mn) / 31.0f, id = d != 0 ? 1.0f / d : 0.0f;
+    b[i].d = f32_to_fp16(d);
+    b[i].m = f32_to_fp16(mn);
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; ++j) {
+      const int q0 = std::min(31, static_cast<int>((x[j] - mn) * id + 0.5f));
+      const int q1 = std::min(31, static_cast<int>((x[j + 16] - mn) * id + 0.5f));
+      b[i].qs[j] = static_cast<uint8_t>((q0 & 15) | ((q1 & 15) << 4));
+      qh |= static_cast<uint32_t>((q0 >> 4) & 1) << j;
+      qh |= static_cast<uint32_t>((q1 >> 4) & 1) << (j + 16);
+    }
+    std::memcpy(b[i].qh, &qh, 4);
+  }
+}
+
+const std::vector<DType>& weight_types() {
+  static const std::vector<DType> t = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
+                                       DType::Q5_0, DType::Q5_1, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+  return t;
+}
+
+// Types a backend may multiply with quantized activations once prepared.
+bool int8_activation_type(DType t) {
+  return t == DType::Q8_0 || t == DType::Q5_0 || t == DType::Q4_K || t == DType::Q6_K;
+}
+
+struct Weight {
+  std::unique_ptr<Mapping> map;
+  Tensor t;
+  std::vector<float> deq;  // rows × cols: the scalar reference's dequantization
+  int64_t rows() const { return t.rows(); }
+  int64_t cols() const { return t.cols(); }
+  const float* row(int64_t r) const { return deq.data() + r * cols(); }
+};
+
+// A random (rows, cols) matrix of `type`: rows of different scales, a few
+// outliers (so block scales differ), quantized by the reference quantizers.
+std::unique_ptr<Weight> random_weight(DType type, int64_t rows, int64_t cols, std::mt19937& rng, const std::string& name) {
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::uniform_real_distribution<float> scale(0.02f, 0.2f);
+  std::uniform_int_distribution<int> pick(0, 63);
+  auto w = std::make_unique<Weight>();
+  const size_t rb = row_bytes(type, cols), bytes = rb * static_cast<size_t>(rows);
+  w->map = std::make_unique<Mapping>(bytes);
+  std::vector<float> src(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    const float s = scale(rng);
+    for (auto& v : src) v = nd(rng) * s * (pick(rng) == 0 ? 4.f : 1.f);
+    uint8_t* dst = w->map->data() + static_cast<size_t>(r) * rb;
+    if (type == DType::Q4_1) {
+      quantize_row_q4_1(src.data(), dst, cols);
+    } else if (type == DType::Q5_1) {
+      quantize_row_q5_1(src.data(), dst, cols);
+    } else {
+      if (!cpu::can_quantize(type)) throw std::runtime_error(std::string("no quantizer for ") + dtype_name(type));
+      cpu::quantize_row(type, src.data(), dst, cols);
+    }
+  }
+  w->t.name = name;
+  w->t.type = type;
+  w->t.n_dims = 2;
+  w->t.ne[0] = cols;
+  w->t.ne[1] = rows;
+  w->t.data = w->map->data();
+  w->t.nbytes = bytes;
+  const cpu::KernelTable& ref = *cpu::kernels_for(cpu::Isa::kScalar);
+  const cpu::DequantizeRowFn deq = ref.dequantize_row[static_cast<uint32_t>(type)];
+  if (!deq) throw std::runtime_error(std::string("no reference dequantizer for ") + dtype_name(type));
+  w->deq.resize(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) deq(w->t.row(r), w->deq.data() + r * cols, cols);
+  return w;
+}
+
+// An F32 vector tensor (norm weight, bias).
+std::unique_ptr<Weight> random_vector(int64_t n, std::mt19937& rng, const std::string& name) {
+  std::normal_distribution<float> nd(0.f, 1.f);
+  auto w = std::make_unique<Weight>();
+  w->map = std::make_unique<Mapping>(static_cast<size_t>(n) * 4);
+  w->deq.resize(static_cast<size_t>(n));
+  for (auto& v : w->deq) v = 1.0f + 0.3f * nd(rng);
+  std::memcpy(w->map->data(), w->deq.data(), static_cast<size_t>(n) * 4);
+  w->t.name = name;
+  w->t.type = DType::F32;
+  w->t.n_dims = 1;
+  w->t.ne[0] = n;
+  w->t.data = w->map->data();
+  w->t.nbytes = static_cast<size_t>(n) * 4;
+  return w;
+}
+
+std::vector<float> random_floats(size_t n, std::mt19937& rng, float sd = 1.f) {
+  std::normal_distribution<float> nd(0.f, sd);
+  std::vector<float> v(n);
+  for (auto& x : v) x = nd(rng);
+  return v;
+}
+
+// y (n_tok, rows) = x · wᵀ in double, and the typical magnitude of one output
+// (mean Σ|w x| / sqrt(cols)) as the metric's floor.
+struct MatmulRef {
+  std::vector<double> y;
+  double floor = 0;
+};
+MatmulRef matmul_ref(const Weight& w, const std::vector<float>& x, int64_t n_tok) {
+  const int64_t rows = w.rows(), cols = w.cols();
+  MatmulRef r;
+  r.y.resize(static_cast<size_t>(n_tok * rows));
+  double mag = 0;
+  for (int64_t t = 0; t < n_tok; ++t) {
+    const float* xt = x.data() + t * cols;
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* wr = w.row(i);
+      double s = 0, a = 0;
+      for (int64_t k = 0; k < cols; ++k) {
+        s += static_cast<double>(wr[k]) * xt[k];
+        a += std::fabs(static_cast<double>(wr[k]) * xt[k]);
+      }
+      r.y[static_cast<size_t>(t * rows + i)] = s;
+      mag += a;
+    }
+  }
+  r.floor = mag / static_cast<double>(n_tok * rows) / std::sqrt(static_cast<double>(cols));
+  return r;
+}
+
+std::string shape(const Weight& w, int64_t n_tok) {
+  return strformat("%s rows %lld cols %lld n_tok %lld", dtype_name(w.t.type), static_cast<long long>(w.rows()),
+                   static_cast<long long>(w.cols()), static_cast<long long>(n_tok));
+}
+
+// ---- the suites --------------------------------------------------------------------------------
+class BackendConformance : public ::testing::TestWithParam<std::string> {};
+class BackendConformanceWeights : public ::testing::TestWithParam<std::tuple<std::string, DType>> {};
+
+std::string weights_case_name(const ::testing::TestParamInfo<std::tuple<std::string, DType>>& info) {
+  return std::get<0>(info.param) + "_" + dtype_name(std::get<1>(info.param));
+}
+
+constexpr int64_t kMaxCols = 512;
+constexpr int64_t kMaxBatch = 17;
+const int64_t kNTok[] = {1, 3, 17};  // 1: the decode path; > 1: the GEMM paths
+const int64_t kRows[] = {1, 15, 16, 17, 33, 48, 257};
+
+// Row lengths per type: multiples of the block size, odd block counts too.
+std::vector<int64_t> cols_for(DType t) {
+  const int64_t bs = dtype_info(t).block_size;
+  if (bs == 256) return {256, 512};
+  if (bs == 32) return {32, 96, 288};
+  return {37, 96};  // float types: any length
+}
+
+// Every matrix one weight-type test multiplies, the activations, and the
+// double references (computed once, shared by the backends of both variants).
+struct WeightSet {
+  DType type;
+  std::vector<int64_t> cols_list;
+  int64_t gcols;  // row length of the group / swiglu matrices
+  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Weight>> mats;  // (rows, cols)
+  std::unique_ptr<Weight> other;                                        // a second type for the groups
+  std::vector<std::pair<std::unique_ptr<Weight>, std::unique_ptr<Weight>>> ffn;  // (gate, up)
+  std::map<std::pair<int64_t, int64_t>, std::vector<float>> xs;          // (cols, n_tok)
+  std::map<std::pair<const Weight*, int64_t>, MatmulRef> refs;
+  std::vector<const Tensor*> all;
+
+  WeightSet(DType t, std::mt19937& rng) : type(t), cols_list(cols_for(t)), gcols(cols_list.back()) {
+    for (int64_t cols : cols_list)
+      for (int64_t rows : kRows) mats[{rows, cols}] = random_weight(t, rows, cols, rng, strformat("w.%lld.%lld", (long long)rows, (long long)cols));
+    // A second type in the group (as a Q4_K_M file's q/k/v mix Q4_K and Q6_K).
+    const DType partner = gcols % 32 != 0 ? DType::F32 : t == DType::Q8_0 ? DType::Q4_0 : DType::Q8_0;
+    other = random_weight(partner, 32, gcols, rng, "w.partner");
+    for (int64_t rows : {17, 48})
+      ffn.emplace_back(random_weight(t, rows, gcols, rng, "ffn_gate"), random_weight(t, rows, gcols, rng, "ffn_up"));
+    for (auto& [k, w] : mats) all.push_back(&w->t);
+    all.push_back(&other->t);
+    for (auto& [g, u] : ffn) {
+      all.push_back(&g->t);
+      all.push_back(&u->t);
+    }
+    for (int64_t cols : cols_list)
+      for (int64_t n_tok : kNTok) xs[{cols, n_tok}] = random_floats(static_cast<size_t>(cols * n_tok), rng);
+  }
+  const MatmulRef& ref(const Weight& w, int64_t n_tok) {
+    auto it = refs.find({&w, n_tok});
+    if (it == refs.end()) it = refs.emplace(std::make_pair(&w, n_tok), matmul_ref(w, xs[{w.cols(), n_tok}], n_tok)).first;
+    return it->second;
+  }
+};
+
+// A backend for one variant: given the matrices to prepare (the CPU packs
+// what it can: Q8_0 / Q5_0 / Q4_K / Q6_K with rows % 16 == 0, on AVX-512
+// VNNI) or given them only as weights (every path in float32).
+struct Variant {
+  bool prepared;
+  std::unique_ptr<Backend> be;
+  std::map<std::pair<int64_t, int64_t>, Buffer> xd;
+  Buffer y[3];
+
+  Variant(const std::string& backend, WeightSet& ws, bool prep) : prepared(prep) {
+    be = make(backend, ForwardLimits{kMaxCols, 16, 1, kMaxBatch});
+    must(be->prepare_weights(prepared ? ws.all : std::vector<const Tensor*>{}, ws.all), "prepare_weights");
+    for (auto& [k, x] : ws.xs) xd[k] = upload(*be, x, "x");
+    for (auto& b : y) b = alloc(*be, static_cast<size_t>(kMaxBatch * 257) * 4, "y");
+  }
+  const char* name() const { return prepared ? "prepared" : "as weights"; }
+  // The looser bound where the backend may multiply with quantized activations.
+  bool int8_act(DType t) const { return prepared && int8_activation_type(t); }
+  double bound(DType t) const { return int8_act(t) ? kInt8ActTol : kFloatTol; }
+  std::string group(const char* op, DType t) const {
+    return strformat("%s (%s)", op, int8_act(t) ? "prepared, int8-act bound" : "float bound");
+  }
+};
+
+// Outputs of a matmul_group: rows of each (a partner marks the other type's matrix).
+struct GroupLayout {
+  const char* name;
+  int64_t rows[3];
+  int partner_at;
+};
+constexpr GroupLayout kAligned{"rows 48/16/partner 32", {48, 16, 32}, 2};
+constexpr GroupLayout kOddLast{"rows 16/partner 32/33", {16, 32, 33}, 1};
+constexpr GroupLayout kOddFirst{"rows 33/16/partner 32", {33, 16, 32}, 2};
+
+// matmul_group with 1..3 outputs of layout gl, every batch size.
+void check_group(Variant& v, WeightSet& ws, const GroupLayout& gl, Measure& m) {
+  const Weight* w[3];
+  for (int i = 0; i < 3; ++i) w[i] = gl.partner_at == i ? ws.other.get() : ws.mats[{gl.rows[i], ws.gcols}].get();
+  for (int n_outs = 1; n_outs <= 3; ++n_outs) {
+    for (int64_t n_tok : kNTok) {
+      MatmulOut outs[3];
+      for (int i = 0; i < n_outs; ++i) outs[i] = MatmulOut{&w[i]->t, v.y[i].as<float>()};
+      const std::string where = strformat("%d outputs of %s, %s cols %lld n_tok %lld, %s", n_outs, gl.name, dtype_name(ws.type),
+                                          (long long)ws.gcols, (long long)n_tok, v.name());
+      must(v.be->matmul_group(outs, n_outs, v.xd[{ws.gcols, n_tok}].as<float>(), n_tok), "matmul_group " + where);
+      for (int i = 0; i < n_outs; ++i) {
+        const auto got = download<float>(*v.be, outs[i].y, static_cast<size_t>(n_tok * w[i]->rows()));
+        const MatmulRef& r = ws.ref(*w[i], n_tok);
+        m.add(v.group("matmul_group", w[i]->t.type), rel_err(got, r.y, r.floor), v.bound(w[i]->t.type),
+              strformat("output %d (%s) of ", i, dtype_name(w[i]->t.type)) + where);
+      }
+    }
+  }
+}
+
+// matmul, matmul_group (1..3 outputs, a second type beside), matmul_swiglu and
+// get_rows of one weight type, in both variants.
+TEST_P(BackendConformanceWeights, MatmulGroupSwigluGetRows) {
+  const auto& [backend, type] = GetParam();
+  std::mt19937 rng(1000 + static_cast<unsigned>(type));
+  WeightSet ws(type, rng);
+  Measure m(strformat("%s %s", backend.c_str(), dtype_name(type)));
+  for (const bool prepared : {false, true}) {
+    Variant v(backend, ws, prepared);
+    Backend& be = *v.be;
+    float* y = v.y[0].as<float>();
+
+    // matmul: every shape, every batch size.
+    for (auto& [k, w] : ws.mats) {
+      for (int64_t n_tok : kNTok) {
+        must(be.matmul(w->t, v.xd[{w->cols(), n_tok}].as<float>(), n_tok, y), "matmul " + shape(*w, n_tok));
+        const auto got = download<float>(be, y, static_cast<size_t>(n_tok * w->rows()));
+        const MatmulRef& r = ws.ref(*w, n_tok);
+        m.add(v.group("matmul", type), rel_err(got, r.y, r.floor), v.bound(type), shape(*w, n_tok) + " " + v.name());
+      }
+    }
+
+    // matmul_group: every output's rows start at a multiple of 16, or the odd
+    // row count comes last. Odd rows first: see DISABLED_MatmulGroupOddRowsFirst.
+    check_group(v, ws, kAligned, m);
+    check_group(v, ws, kOddLast, m);
+
+    // matmul_swiglu: out = silu(x·gateᵀ) * (x·upᵀ).
+    for (auto& [g, u] : ws.ffn) {
+      for (int64_t n_tok : kNTok) {
+        const int64_t rows = g->rows();
+        must(be.matmul_swiglu(g->t, u->t, v.xd[{ws.gcols, n_tok}].as<float>(), n_tok, v.y[1].as<float>(), y),
+             "matmul_swiglu " + shape(*g, n_tok));
+        const auto got = download<float>(be, y, static_cast<size_t>(n_tok * rows));
+        const MatmulRef& rg = ws.ref(*g, n_tok);
+        const MatmulRef& ru = ws.ref(*u, n_tok);
+        std::vector<double> want(rg.y.size());
+        for (size_t i = 0; i < want.size(); ++i) want[i] = rg.y[i] / (1.0 + std::exp(-rg.y[i])) * ru.y[i];
+        m.add(v.group("matmul_swiglu", type), rel_err(got, want, rg.floor * ru.floor), v.bound(type),
+              shape(*g, n_tok) + " " + v.name());
+      }
+    }
+
+    // get_rows: rows in any order, repeated, first and last.
+    for (int64_t cols : ws.cols_list) {
+      for (int64_t rows : {33, 257}) {
+        const Weight& w = *ws.mats[{rows, cols}];
+        const std::vector<int32_t> ids = rows == 33 ? std::vector<int32_t>{32, 0, 7, 7, 31, 16}
+                                                    : std::vector<int32_t>{256, 0, 128, 255, 1};
+        const int64_t n = static_cast<int64_t>(ids.size());
+        must(be.get_rows(w.t, ids.data(), n, y), "get_rows " + shape(w, n));
+        const auto got = download<float>(be, y, static_cast<size_t>(n * cols));
+        std::vector<double> want(got.size());
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t c = 0; c < cols; ++c) want[static_cast<size_t>(i * cols + c)] = w.row(ids[static_cast<size_t>(i)])[c];
+        m.add("get_rows", rel_err(got, want, 0), kExactTol,
+              strformat("%d ids of %s rows %lld cols %lld, %s", static_cast<int>(n), dtype_name(type), (long long)rows,
+                        (long long)cols, v.name()));
+      }
+    }
+  }
+}
+
+// DISABLED: a CPU backend bug. matmul_group splits the outputs' rows, laid
+// end to end, across threads in units of 16; when an earlier output's row
+// count is not a multiple of 16, a later matrix's share starts mid-way through
+// a 16-row group. The packed paths that do not round to whole groups — Q5_0
+// and Q6_K prepared (packed, no packed GEMM) at n_tok > 1 on AVX-512 VNNI,
+// CpuBackend::matmul_rows's `if (pe)` branch (dequantize_group_t_avx512 of
+// group r0 / 16 written at row r0) — then write group g's rows shifted to
+// rows r0.. . Measured (2 threads): outputs {Q5_0 33 rows, Q5_0 16 rows, Q8_0
+// 32 rows}, cols 288, n_tok 3 / 17: rel err 0.35 / 0.74 on output 1;
+// {Q6_K 33, Q6_K 16, Q8_0 32}, cols 512: 0.61 / 0.85. The forward pass never
+// groups such shapes (q/k/v rows are multiples of 64); run with
+// --gtest_also_run_disabled_tests once it is fixed, then enable.
+TEST_P(BackendConformance, DISABLED_MatmulGroupOddRowsFirst) {
+  for (DType type : weight_types()) {
+    std::mt19937 rng(1000 + static_cast<unsigned>(type));
+    WeightSet ws(type, rng);
+    Measure m(strformat("%s %s", GetParam().c_str(), dtype_name(type)));
+    for (const bool prepared : {false, true}) {
+      Variant v(GetParam(), ws, prepared);
+      check_group(v, ws, kOddFirst, m);
+    }
+  }
+}
+
+// The bounds are tight enough that a kernel misreading one quant of one
+// weight in one row by one step (an off-by-one nibble, a wrong rounding: the
+// smallest error a wrong kernel makes) fails them: the backend's correct
+// output, checked against a reference built from the matrix with one quant
+// byte's low bit flipped, must exceed the bound of its class. Q8_0 (one int8
+// step, the smallest) against the float bound; Q4_K (one 4-bit step) against
+// the float bound and, prepared, against the int8-activation bound.
+TEST_P(BackendConformance, TolerancesRejectOneQuantStep) {
+  std::mt19937 rng(7);
+  const cpu::KernelTable& ref = *cpu::kernels_for(cpu::Isa::kScalar);
+  struct Case {
+    DType type;
+    bool prepared;
+    size_t quant0;  // byte of the row's first quant (element j at quant0 + j, j < 32)
+  };
+  for (const Case& c : {Case{DType::Q8_0, false, 2}, Case{DType::Q4_K, false, 16}, Case{DType::Q4_K, true, 16}}) {
+    const int64_t cols = 256, rows = 16, r = 5;
+    auto w = random_weight(c.type, rows, cols, rng, "w");
+    std::unique_ptr<Backend> be = make(GetParam(), ForwardLimits{kMaxCols, 16, 1, kMaxBatch});
+    must(be->prepare_weights(c.prepared ? std::vector<const Tensor*>{&w->t} : std::vector<const Tensor*>{}, {&w->t}),
+         "prepare_weights");
+    const double bound = c.prepared && int8_activation_type(c.type) ? kInt8ActTol : kFloatTol;
+    for (int64_t n_tok : kNTok) {
+      const auto x = random_floats(static_cast<size_t>(cols * n_tok), rng);
+      Buffer xd = upload(*be, x, "x");
+      Buffer y = alloc(*be, static_cast<size_t>(n_tok * rows) * 4, "y");
+      must(be->matmul(w->t, xd.as<float>(), n_tok, y.as<float>()), "matmul");
+      const auto got = download<float>(*be, y.data(), static_cast<size_t>(n_tok * rows));
+      MatmulRef want = matmul_ref(*w, x, n_tok);
+      EXPECT_LE(rel_err(got, want.y, want.floor), bound) << dtype_name(c.type);
+      // Element j of the first block, where the activations are largest.
+      size_t j = 0;
+      double best = -1;
+      for (size_t k = 0; k < 32; ++k)
+        for (int64_t t = 0; t < n_tok; ++t)
+          if (std::fabs(x[static_cast<size_t>(t * cols) + k]) > best) best = std::fabs(x[static_cast<size_t>(t * cols) + k]), j = k;
+      std::vector<uint8_t> bytes(w->t.row(r), w->t.row(r) + w->t.row_stride());
+      bytes[c.quant0 + j] ^= 1;
+      std::vector<float> off(static_cast<size_t>(cols));
+      ref.dequantize_row[static_cast<uint32_t>(c.type)](bytes.data(), off.data(), cols);
+      for (int64_t t = 0; t < n_tok; ++t) {
+        double s = 0;
+        for (int64_t k = 0; k < cols; ++k) s += static_cast<double>(off[static_cast<size_t>(k)]) * x[static_cast<size_t>(t * cols + k)];
+        want.y[static_cast<size_t>(t * rows + r)] = s;
+      }
+      const double err = rel_err(got, want.y, want.floor);
+      std::printf("[ measure  ] %s %s %s n_tok %lld: one quant step off in one weight gives rel err %.2e (bound %.0e)\n",
+                  GetParam().c_str(), dtype_name(c.type), c.prepared ? "prepared" : "as weights", static_cast<long long>(n_tok),
+                  err, bound);
+      EXPECT_GT(err, bound) << dtype_name(c.type) << " n_tok " << n_tok << ": the bound cannot see a one-step error";
+    }
+  }
+}
+
+// rms_norm, add_bias, add and rope (both layouts), at odd lengths and positions > 0.
+TEST_P(BackendConformance, NormBiasAddRope) {
+  const std::string backend = GetParam();
+  std::mt19937 rng(11);
+  const int64_t lens[] = {8, 37, 96, 1000};
+  std::map<int64_t, std::unique_ptr<Weight>> norms, biases;
+  std::vector<const Tensor*> all;
+  for (int64_t n : lens) {
+    norms[n] = random_vector(n, rng, "norm");
+    biases[n] = random_vector(n, rng, "bias");
+    all.push_back(&norms[n]->t);
+    all.push_back(&biases[n]->t);
+  }
+  std::unique_ptr<Backend> be = make(backend, ForwardLimits{1000, 64, 1, kMaxBatch});
+  must(be->prepare_weights({}, all), "prepare_weights");
+  Measure m(backend);
+
+  for (int64_t n : lens) {
+    for (int64_t n_rows : {1, 3, 17}) {
+      for (float eps : {1e-6f, 1e-5f}) {
+        auto x = random_floats(static_cast<size_t>(n * n_rows), rng, 2.f);
+        x[0] *= 30.f;  // one large value: the mean square must not overflow or lose it
+        Buffer xd = upload(*be, x, "x");
+        Buffer od = alloc(*be, x.size() * 4, "out");
+        must(be->rms_norm(xd.as<float>(), norms[n]->t, n_rows, n, eps, od.as<float>()), "rms_norm");
+        const auto got = download<float>(*be, od.data(), x.size());
+        std::vector<double> want(x.size());
+        for (int64_t r = 0; r < n_rows; ++r) {
+          double ss = 0;
+          for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[static_cast<size_t>(r * n + i)]) * x[static_cast<size_t>(r * n + i)];
+          const double inv = 1.0 / std::sqrt(ss / static_cast<double>(n) + eps);
+          for (int64_t i = 0; i < n; ++i)
+            want[static_cast<size_t>(r * n + i)] = norms[n]->deq[static_cast<size_t>(i)] * x[static_cast<size_t>(r * n + i)] * inv;
+        }
+        m.add("rms_norm", rel_err(got, want, 0), kExactTol, strformat("rows %lld n %lld eps %g", (long long)n_rows, (long long)n, eps));
+      }
+      // add_bias: y (n_rows, n) += b.
+      const auto y0 = random_floats(static_cast<size_t>(n * n_rows), rng);
+      Buffer yd = upload(*be, y0, "y");
+      must(be->add_bias(yd.as<float>(), biases[n]->t, n_rows, n), "add_bias");
+      const auto got = download<float>(*be, yd.data(), y0.size());
+      std::vector<double> want(y0.size());
+      for (size_t i = 0; i < want.size(); ++i) want[i] = static_cast<double>(y0[i]) + biases[n]->deq[i % static_cast<size_t>(n)];
+      m.add("add_bias", rel_err(got, want, 0), kExactTol, strformat("rows %lld n %lld", (long long)n_rows, (long long)n));
+    }
+  }
+
+  // add: y += x, at an odd offset into both buffers, leaving the neighbours alone.
+  for (int64_t n : {1, 37, 4099}) {
+    const auto y0 = random_floats(static_cast<size_t>(n + 2), rng), x = random_floats(static_cast<size_t>(n + 2), rng);
+    Buffer yd = upload(*be, y0, "y"), xd = upload(*be, x, "x");
+    must(be->add(yd.as<float>() + 1, xd.as<float>() + 1, n), "add");
+    const auto got = download<float>(*be, yd.data(), y0.size());
+    std::vector<double> want(y0.begin(), y0.end());
+    for (int64_t i = 1; i <= n; ++i) want[static_cast<size_t>(i)] += x[static_cast<size_t>(i)];
+    m.add("add", rel_err(got, want, 0), kExactTol, strformat("n %lld at offset 1", (long long)n));
+  }
+
+  // rope: a table of n_pos positions in backend memory, both pair layouts.
+  const int64_t n_pos = 64;
+  for (int64_t hd : {64, 128}) {
+    const int64_t half = hd / 2;
+    std::vector<float> cs(static_cast<size_t>(2 * n_pos * half));
+    for (int64_t p = 0; p < n_pos; ++p) {
+      for (int64_t i = 0; i < half; ++i) {
+        const double a = static_cast<double>(p) * std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(hd));
+        cs[static_cast<size_t>(p * half + i)] = static_cast<float>(std::cos(a));
+        cs[static_cast<size_t>(n_pos * half + p * half + i)] = static_cast<float>(std::sin(a));
+      }
+    }
+    Buffer table = upload(*be, cs, "rope table");
+    for (const bool interleaved : {false, true}) {
+      const RopeTable rt{table.as<float>(), table.as<float>() + n_pos * half, half, n_pos, interleaved};
+      for (int64_t n_tok : {1, 3, 17}) {
+        for (int64_t pos0 : {0, 5, 40}) {
+          const int64_t n_heads = 3;
+          const auto x = random_floats(static_cast<size_t>(n_tok * n_heads * hd), rng);
+          Buffer xd = upload(*be, x, "x");
+          must(be->rope(xd.as<float>(), n_tok, n_heads, hd, pos0, rt), "rope");
+          const auto got = download<float>(*be, xd.data(), x.size());
+          std::vector<double> want(x.size());
+          for (int64_t t = 0; t < n_tok; ++t) {
+            const float* c = cs.data() + (pos0 + t) * half;
+            const float* s = cs.data() + n_pos * half + (pos0 + t) * half;
+            for (int64_t h = 0; h < n_heads; ++h) {
+              const size_t o = static_cast<size_t>((t * n_heads + h) * hd);
+              for (int64_t i = 0; i < half; ++i) {
+                // The pair (a, b) rotated by the position's angle.
+                const size_t ia = o + static_cast<size_t>(interleaved ? 2 * i : i);
+                const size_t ib = o + static_cast<size_t>(interleaved ? 2 * i + 1 : i + half);
+                const double a = x[ia], b = x[ib];
+                want[ia] = a * c[i] - b * s[i];
+                want[ib] = a * s[i] + b * c[i];
+              }
+            }
+          }
+          m.add(interleaved ? "rope interleaved" : "rope halves", rel_err(got, want, 0), kExactTol,
+                strformat("hd %lld n_tok %lld pos0 %lld", (long long)hd, (long long)n_tok, (long long)pos0));
+        }
+      }
+    }
+  }
+}
+
+// The values a cache of `type` holds for x (hd values of one position and head).
+void cache_round(DType type, float* x, int64_t hd) {
+  if (type == DType::F16) {
+    for (int64_t i = 0; i < hd; ++i) x[i] = fp16_to_f32(f32_to_fp16(x[i]));
+  } else if (type == DType::Q8_0) {
+    for (int64_t b = 0; b < hd; b += 32) {
+      float amax = 0;
+      for (int64_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+      const float d = amax / 127.0f, id = d > 0 ? 1.0f / d : 0.0f;
+      for (int64_t i = b; i < b + 32; ++i) x[i] = std::roundf(x[i] * id) * d;
+    }
+  }
+}
+
+// kv_store + attention for every cache type, GQA group, head size and block
+// size: the sequence's blocks at shuffled ids in a pool that holds more, the
+// pool filled with NaN bytes first (a kernel must read only stored positions),
+// the prefix written in chunks that cross block boundaries, then n_tok queries
+// at pos0 (causal: query t sees positions [0, pos0 + t]).
+TEST_P(BackendConformance, KvStoreAndAttention) {
+  const std::string backend = GetParam();
+  std::mt19937 rng(23);
+  std::unique_ptr<Backend> be = make(backend, ForwardLimits{kMaxCols, 128, 8, kMaxBatch});
+  must(be->prepare_weights({}, {}), "prepare_weights");
+  Measure m(backend);
+  const int64_t n_layer = 2, layer = 1, n_head_kv = 2;
+  struct Pos {
+    int64_t pos0, n_tok;
+  };
+  const Pos positions[] = {{0, 5}, {37, 1}, {13, 6}, {61, 9}, {100, 17}};
+  int64_t pool_checks = 0;
+  for (DType type : {DType::F32, DType::F16, DType::Q8_0}) {
+    for (int64_t hd : {64, 128}) {
+      for (int64_t block_pos : {16, 64}) {
+        const KvLayout L{n_layer, n_head_kv, hd, type, block_pos};
+        for (int group : {1, 2, 4, 7}) {
+          const int64_t n_head = n_head_kv * group, kvd = n_head_kv * hd, qd = n_head * hd;
+          for (const Pos& ps : positions) {
+            const int64_t n_pos = ps.pos0 + ps.n_tok, n_blocks = (n_pos + block_pos - 1) / block_pos;
+            const int64_t pool_blocks = n_blocks + 3;
+            std::vector<int32_t> perm(static_cast<size_t>(pool_blocks));
+            std::iota(perm.begin(), perm.end(), 0);
+            std::shuffle(perm.begin(), perm.end(), rng);
+            std::vector<int32_t> ids(perm.begin(), perm.begin() + n_blocks);
+            if (n_blocks > 1 && std::is_sorted(ids.begin(), ids.end())) std::reverse(ids.begin(), ids.end());
+            const size_t pool_bytes = static_cast<size_t>(pool_blocks) * L.block_bytes();
+            Buffer pool = upload(*be, std::vector<uint8_t>(pool_bytes, 0xFF), "kv pool");
+            const KvLayerView kv{&L, pool.as<uint8_t>(), ids.data(), n_blocks, layer};
+
+            auto k = random_floats(static_cast<size_t>(n_pos * kvd), rng, 2.f);
+            auto v = random_floats(static_cast<size_t>(n_pos * kvd), rng);
+            const auto q = random_floats(static_cast<size_t>(ps.n_tok * qd), rng);
+            Buffer kd = upload(*be, k, "k"), vd = upload(*be, v, "v"), qdv = upload(*be, q, "q");
+            Buffer od = alloc(*be, static_cast<size_t>(ps.n_tok * qd) * 4, "out");
+            // The prefix in two chunks (the first ends mid-block), then the queries' tokens.
+            const int64_t cut = std::min(ps.pos0, ps.pos0 / 2 + 3);
+            const std::string where = strformat("%s hd %lld block_pos %lld group %d pos0 %lld n_tok %lld", dtype_name(type),
+                                                (long long)hd, (long long)block_pos, group, (long long)ps.pos0, (long long)ps.n_tok);
+            for (const auto& [p, n] : {std::make_pair(int64_t{0}, cut), std::make_pair(cut, ps.pos0 - cut), std::make_pair(ps.pos0, ps.n_tok)}) {
+              if (n > 0) must(be->kv_store(kv, kd.as<float>() + p * kvd, vd.as<float>() + p * kvd, n, p), "kv_store " + where);
+            }
+            const AttentionShape s{n_head, n_head_kv, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
+            must(be->attention(kv, qdv.as<float>(), ps.n_tok, ps.pos0, s, od.as<float>()), "attention " + where);
+            const auto got = download<float>(*be, od.data(), static_cast<size_t>(ps.n_tok * qd));
+
+            // Reference: plain softmax attention on the values the cache holds.
+            for (int64_t p = 0; p < n_pos; ++p)
+              for (int64_t g = 0; g < n_head_kv; ++g) {
+                cache_round(type, k.data() + p * kvd + g * hd, hd);
+                cache_round(type, v.data() + p * kvd + g * hd, hd);
+              }
+            std::vector<double> want(got.size());
+            for (int64_t t = 0; t < ps.n_tok; ++t) {
+              const int64_t n_kv = ps.pos0 + t + 1;
+              for (int64_t h = 0; h < n_head; ++h) {
+                const int64_t g = h / group;
+                const float* qh = q.data() + t * qd + h * hd;
+                std::vector<double> sc(static_cast<size_t>(n_kv));
+                double mx = -INFINITY, sum = 0;
+                for (int64_t j = 0; j < n_kv; ++j) {
+                  double d = 0;
+                  for (int64_t i = 0; i < hd; ++i) d += static_cast<double>(qh[i]) * k[static_cast<size_t>(j * kvd + g * hd + i)];
+                  sc[static_cast<size_t>(j)] = d * s.scale;
+                  mx = std::max(mx, sc[static_cast<size_t>(j)]);
+                }
+                for (auto& e : sc) sum += (e = std::exp(e - mx));
+                for (int64_t i = 0; i < hd; ++i) {
+                  double o = 0;
+                  for (int64_t j = 0; j < n_kv; ++j) o += sc[static_cast<size_t>(j)] * v[static_cast<size_t>(j * kvd + g * hd + i)];
+                  want[static_cast<size_t>(t * qd + h * hd + i)] = o / sum;
+                }
+              }
+            }
+            m.add(strformat("attention %s cache", dtype_name(type)), rel_err(got, want, 0), kAttnTol, where);
+
+            // kv_store wrote only this layer's slices of the sequence's blocks.
+            if (group == 1) {
+              const auto bytes = download<uint8_t>(*be, pool.data(), pool_bytes);
+              bool clean = true;
+              for (int64_t b = 0; b < pool_blocks; ++b) {
+                const bool used = std::find(ids.begin(), ids.end(), static_cast<int32_t>(b)) != ids.end();
+                const size_t at = static_cast<size_t>(b) * L.block_bytes();
+                const size_t n = used ? L.k_offset(layer, 0) : L.block_bytes();  // layer 0 of a used block
+                for (size_t i = 0; i < n; ++i) clean &= bytes[at + i] == 0xFF;
+              }
+              EXPECT_TRUE(clean) << "kv_store wrote outside layer " << layer << " of its blocks: " << where;
+              ++pool_checks;
+            }
+          }
+        }
+      }
+    }
+  }
+  std::printf("[ measure  ] %s kv_store: %lld pools checked untouched outside the sequence's layer slices\n", backend.c_str(),
+              static_cast<long long>(pool_checks));
+}
+
+// Memory calls: zero-filled alloc, upload / copy / download at offsets, a
+// refused allocation and an unknown backend name as statuses, not crashes.
+TEST_P(BackendConformance, MemoryAndErrors) {
+  const std::string backend = GetParam();
+  std::unique_ptr<Backend> be = make(backend, ForwardLimits{kMaxCols, 16, 1, 1});
+  EXPECT_STREQ(be->name(), backend.c_str());
+  const size_t n = 3 * 4096 + 13;
+  Buffer a = alloc(*be, n, "a"), b = alloc(*be, n, "b");
+  ASSERT_GE(a.bytes(), n);
+  const auto zeros = download<uint8_t>(*be, a.data(), n);
+  EXPECT_TRUE(std::all_of(zeros.begin(), zeros.end(), [](uint8_t c) { return c == 0; })) << "alloc is not zero-filled";
+  std::vector<uint8_t> pat(n);
+  for (size_t i = 0; i < n; ++i) pat[i] = static_cast<uint8_t>(i * 131 + 7);
+  must(be->upload(a.as<uint8_t>() + 5, pat.data(), n - 5), "upload");
+  must(be->copy(b.as<uint8_t>() + 1, a.as<uint8_t>() + 5, n - 9), "copy");
+  must(be->synchronize(), "synchronize");
+  const auto got = download<uint8_t>(*be, b.data(), n);
+  EXPECT_EQ(got[0], 0);
+  EXPECT_TRUE(std::equal(pat.begin(), pat.begin() + static_cast<std::ptrdiff_t>(n - 9), got.begin() + 1)) << "upload / copy / download";
+  EXPECT_TRUE(std::all_of(got.begin() + static_cast<std::ptrdiff_t>(n - 8), got.end(), [](uint8_t c) { return c == 0; }))
+      << "copy wrote past its end";
+
+  auto huge = be->alloc(size_t{1} << 62, "a huge buffer");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), StatusCode::kOutOfMemory);
+  EXPECT_NE(huge.status().message().find("a huge buffer"), std::string::npos) << huge.status().message();
+
+  auto none = make_backend("no-such-backend", BackendOptions{}, ForwardLimits{});
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(none.status().message().find(backend), std::string::npos) << "the error should name the available backends";
+}
+
+INSTANTIATE_TEST_SUITE_P(All, BackendConformance, ::testing::ValuesIn(backend_names()),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+INSTANTIATE_TEST_SUITE_P(All, BackendConformanceWeights,
+                         ::testing::Combine(::testing::ValuesIn(backend_names()), ::testing::ValuesIn(weight_types())),
+                         weights_case_name);
+
+}  // namespace
+}  // namespace laya
