@@ -33,11 +33,7 @@ Result<std::unique_ptr<gguf::File>> parse(const std::vector<uint8_t>& b, const s
 void expect_error(const Result<std::unique_ptr<gguf::File>>& r, StatusCode code,
                   std::initializer_list<const char*> fragments) {
   ASSERT_FALSE(r.ok()) << "expected an error, the file parsed";
-  EXPECT_EQ(r.status().code(), code) << r.status().to_string();
-  for (const char* f : fragments) {
-    EXPECT_NE(r.status().message().find(f), std::string::npos)
-        << "message lacks \"" << f << "\": " << r.status().message();
-  }
+  test::expect_status(r.status(), code, fragments);
 }
 
 // A small valid file with metadata of several kinds and three tensors.

@@ -1,11 +1,15 @@
 #include "test_util.h"
 
 #include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
 
 #include "core/io.h"
+#include "tokenizer/tokenizer.h"
 
 namespace laya::test {
 
@@ -62,6 +66,29 @@ bool read_npy_f32(const std::string& path, NpyArray* out, std::string* err) {
   out->data.resize(static_cast<size_t>(n));
   std::memcpy(out->data.data(), buf.data() + off, static_cast<size_t>(n) * 4);
   return true;
+}
+
+const tok::Tokenizer* cached_tokenizer(const std::string& path) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<tok::Tokenizer>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(path);
+  if (it != cache.end()) return it->second.get();
+  auto r = tok::Tokenizer::from_path(path);
+  if (!r.ok()) {
+    ADD_FAILURE() << "loading " << path << ": " << r.status().to_string();
+    return nullptr;
+  }
+  auto* p = r.value().get();
+  cache[path] = std::move(r).value();
+  return p;
+}
+
+void expect_status(const Status& st, StatusCode code, std::initializer_list<const char*> fragments) {
+  EXPECT_EQ(st.code(), code) << st.to_string();
+  for (const char* f : fragments) {
+    EXPECT_NE(st.message().find(f), std::string::npos) << "message lacks \"" << f << "\": " << st.message();
+  }
 }
 
 }  // namespace laya::test

@@ -5,7 +5,14 @@
 
 #include <cstdint>
 #include <string>
+#include <initializer_list>
 #include <vector>
+
+#include "core/status.h"
+
+namespace laya::tok {
+class Tokenizer;
+}
 
 namespace laya::test {
 
@@ -27,5 +34,12 @@ bool read_npy_f32(const std::string& path, NpyArray* out, std::string* err);
 
 // The whole file (laya::read_file), or "" when it cannot be read.
 std::string read_text_file(const std::string& path);
+
+// A tokenizer loaded once per path for the whole test binary (tokenizer.json
+// files are ~10 MB); nullptr, and a test failure, when it does not load.
+const tok::Tokenizer* cached_tokenizer(const std::string& path);
+
+// Fails the test unless st has `code` and its message contains every fragment.
+void expect_status(const Status& st, StatusCode code, std::initializer_list<const char*> fragments);
 
 }  // namespace laya::test

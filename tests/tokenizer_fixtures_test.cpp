@@ -24,22 +24,7 @@ using json = nlohmann::json;
 
 namespace {
 
-// Tokenizers are expensive to load (10 MB JSON): cache them across tests.
-const Tokenizer* cached(const std::string& path) {
-  static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(path);
-  if (it != cache.end()) return it->second.get();
-  auto r = Tokenizer::from_path(path);
-  if (!r.ok()) {
-    ADD_FAILURE() << "loading " << path << ": " << r.status().to_string();
-    return nullptr;
-  }
-  auto* p = r.value().get();
-  cache[path] = std::move(r).value();
-  return p;
-}
+const Tokenizer* cached(const std::string& path) { return laya::test::cached_tokenizer(path); }
 
 std::string ids_str(const std::vector<int32_t>& v) {
   std::string s = "[";

@@ -23,21 +23,7 @@ using json = nlohmann::json;
 
 namespace {
 
-const Tokenizer* load_cached(const std::string& path) {
-  static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(path);
-  if (it != cache.end()) return it->second.get();
-  auto r = Tokenizer::from_path(path);
-  if (!r.ok()) {
-    ADD_FAILURE() << path << ": " << r.status().to_string();
-    return nullptr;
-  }
-  auto* p = r.value().get();
-  cache[path] = std::move(r).value();
-  return p;
-}
+const Tokenizer* load_cached(const std::string& path) { return laya::test::cached_tokenizer(path); }
 
 bool valid_utf8(const std::string& s) {
   size_t i = 0;

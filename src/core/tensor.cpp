@@ -2,7 +2,7 @@
 
 namespace laya {
 
-std::string Tensor::shape_string() const {
+std::string shape_string(int n_dims, const int64_t* ne) {
   std::string s = "[";
   for (int i = 0; i < n_dims; ++i) {
     if (i) s += ", ";
@@ -10,5 +10,7 @@ std::string Tensor::shape_string() const {
   }
   return s + "]";
 }
+
+std::string Tensor::shape_string() const { return laya::shape_string(n_dims, ne); }
 
 }  // namespace laya

@@ -9,6 +9,9 @@
 
 namespace laya {
 
+// "[4096, 32000]": the first n_dims extents, row length first.
+std::string shape_string(int n_dims, const int64_t* ne);
+
 struct Tensor {
   std::string name;               // GGUF-style name, e.g. "blk.3.attn_k.weight"
   DType type = DType::F32;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include <xxhash.h>
 
@@ -57,6 +58,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
   e->opt_ = opt_in;
   const HParams& hp = e->model_->hparams();
   EngineOptions& o = e->opt_;
+  if (o.n_threads <= 0) o.n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (o.n_ctx <= 0) o.n_ctx = std::min<int64_t>(hp.n_ctx_train, 4096);
   if (o.n_ctx > (int64_t{1} << 24)) {
     return Status(StatusCode::kInvalidArgument, fmt::format("n_ctx = {} is too large (max 16M)", o.n_ctx));
@@ -95,7 +97,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
   }
   if (o.kv_budget_bytes == 0) {
     const int64_t blocks = (o.n_ctx + o.kv_block_positions - 1) / o.kv_block_positions;
-    o.kv_budget_bytes = std::max(static_cast<size_t>(blocks) * e->kv_layout_.block_bytes(), size_t{64} << 20);
+    o.kv_budget_bytes = std::max(static_cast<size_t>(blocks) * e->kv_layout_.block_bytes(), size_t{16} << 20);
   }
   LAYA_ASSIGN_OR_RETURN(std::unique_ptr<KvBlockPool> pool,
                         KvBlockPool::create(e->backend_, e->kv_layout_, o.kv_budget_bytes));

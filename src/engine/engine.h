@@ -37,8 +37,9 @@ struct EngineOptions {
   DType kv_type = DType::F32;  // F32, F16 or Q8_0
   // Bytes of KV memory shared by all sequences (the block pool, allocated,
   // zero-filled and locked by create()). 0: one full context of n_ctx
-  // positions or 64 MiB, whichever is larger (several short sequences fit
-  // beside a long one; 64 MiB is ~10,000 positions of the default model).
+  // positions or 16 MiB, whichever is larger: a few short sequences fit
+  // beside a long one (16 MiB is ~2,700 positions of the default model),
+  // and a one-sequence run of a large model holds no more than before.
   size_t kv_budget_bytes = 0;
   // Positions per KV block: a multiple of 16 (the CPU kernels' K layout). 64
   // keeps the block table short (64 entries for 4,096 positions) while a

@@ -5,6 +5,8 @@
 // A string is u64 length + bytes; an array is u32 elem type + u64 count + elems.
 #include "format/gguf.h"
 
+#include "core/tensor.h"
+
 #include <cstring>
 #include <fmt/format.h>
 #include <limits>
@@ -16,6 +18,10 @@ namespace {
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF"
 constexpr int kMaxArrayDepth = 8;
 
+bool valid_type(uint32_t t) { return t <= static_cast<uint32_t>(ValueType::kF64); }
+
+}  // namespace
+
 size_t scalar_size(ValueType t) {
   switch (t) {
     case ValueType::kU8: case ValueType::kI8: case ValueType::kBool: return 1;
@@ -25,10 +31,6 @@ size_t scalar_size(ValueType t) {
     default: return 0;
   }
 }
-
-bool valid_type(uint32_t t) { return t <= static_cast<uint32_t>(ValueType::kF64); }
-
-}  // namespace
 
 const char* value_type_name(ValueType t) {
   static const char* const kNames[] = {"u8", "i8", "u16", "i16", "u32", "i32", "f32",
@@ -86,14 +88,7 @@ int64_t Value::array_i64(uint64_t idx) const {
   return read_scalar_i64(elem_type, raw + idx * scalar_size(elem_type));
 }
 
-std::string TensorInfo::shape_string() const {
-  std::string s = "[";
-  for (int i = 0; i < n_dims; ++i) {
-    if (i) s += ", ";
-    s += std::to_string(ne[i]);
-  }
-  return s + "]";
-}
+std::string TensorInfo::shape_string() const { return laya::shape_string(n_dims, ne); }
 
 // Bounds-checked cursor over the mapping.
 class Parser {

@@ -21,6 +21,9 @@ enum class ValueType : uint32_t {
   kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
   kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
 };
+
+// Bytes of one scalar value of type t (0 for strings and arrays).
+size_t scalar_size(ValueType t);
 const char* value_type_name(ValueType t);
 
 // One metadata value. Scalars are widened; strings and arrays of strings are

@@ -23,15 +23,6 @@ void append_string(std::vector<uint8_t>& b, std::string_view s) {
   b.insert(b.end(), s.begin(), s.end());
 }
 
-size_t elem_size(ValueType t) {
-  switch (t) {
-    case ValueType::kU8: case ValueType::kI8: case ValueType::kBool: return 1;
-    case ValueType::kU16: case ValueType::kI16: return 2;
-    case ValueType::kU32: case ValueType::kI32: case ValueType::kF32: return 4;
-    case ValueType::kU64: case ValueType::kI64: case ValueType::kF64: return 8;
-    default: return 0;
-  }
-}
 
 uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 
@@ -99,7 +90,7 @@ void Writer::set_string_array(std::string_view k, const std::vector<std::string>
 }
 
 void Writer::set_array(std::string_view k, ValueType elem_type, const void* data, uint64_t count) {
-  const size_t es = elem_size(elem_type);
+  const size_t es = scalar_size(elem_type);
   std::vector<uint8_t> p;
   p.reserve(16 + es * count);
   append<uint32_t>(p, static_cast<uint32_t>(ValueType::kArray));

@@ -84,20 +84,29 @@ int report_error(const char* cmd, const Status& st) {
 
 void EngineFlags::add_to(CLI::App& app, bool with_kv) {
   kv_offered = with_kv;
+  app.add_option("-m,--model", model_path, "a .gguf file or a Hugging Face / MLX folder");
+  app.add_option("-t,--threads", threads, "threads (default: all cores)");
   if (with_kv) app.add_option("--kv", kv, "KV cache type: f32, f16 or q8_0")->check(CLI::IsMember({"f32", "f16", "q8_0"}));
   app.add_flag("--no-mlock", no_mlock, "do not lock the weights and caches in RAM");
   std::string names;
   for (const auto& n : backend_names()) names += (names.empty() ? "" : ", ") + n;
   app.add_option("--backend", backend, "compute backend (" + names + ")")->check(CLI::IsMember(backend_names()));
-  app.add_option("--kv-budget", kv_budget_mb, "MB of KV memory shared by all sequences (default: one full context, at least 64 MiB)")
+  app.add_option("--kv-budget", kv_budget_mb, "MB of KV memory shared by all sequences (default: one full context, at least 16 MiB)")
       ->check(CLI::Range(1.0, 1.0e8));
 }
 
 void EngineFlags::apply(EngineOptions* eo) const {
+  eo->n_threads = threads;
   eo->lock_memory = !no_mlock;
   eo->backend = backend;
   if (kv_budget_mb > 0) eo->kv_budget_bytes = static_cast<size_t>(kv_budget_mb * 1e6);
   if (kv_offered) eo->kv_type = kv == "f16" ? DType::F16 : kv == "q8_0" ? DType::Q8_0 : DType::F32;
+}
+
+Result<std::shared_ptr<const Model>> EngineFlags::load_model() const {
+  if (model_path.empty()) return Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL");
+  LAYA_ASSIGN_OR_RETURN(std::unique_ptr<Model> m, Model::load(model_path));
+  return std::shared_ptr<const Model>(std::move(m));
 }
 
 void warn(const char* cmd, const std::string& note) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,24 +13,30 @@ class App;
 }
 namespace laya {
 struct EngineOptions;
+class Model;
 }
 
 namespace laya::cli {
 
-// Engine flags shared by the commands that run a model: --no-mlock, and
-// --kv f32|f16|q8_0 where the command offers a choice of cache.
+// The model used when -m is not given (shipped default, else empty).
+std::string default_model_path();
+
+// The flags of every command that runs a model: -m, -t, --backend, --kv,
+// --kv-budget, --no-mlock.
 struct EngineFlags {
+  std::string model_path = default_model_path();
+  int threads = 0;  // 0: all cores
   std::string kv = "f32";
   std::string backend = "cpu";
   double kv_budget_mb = 0;  // 0: the engine's default
   bool no_mlock = false;
   bool kv_offered = false;
   void add_to(CLI::App& app, bool with_kv);
-  void apply(EngineOptions* eo) const;  // backend, lock_memory, KV budget, and kv_type when --kv is offered
+  void apply(EngineOptions* eo) const;  // threads, backend, lock_memory, KV budget, and kv_type when --kv is offered
+  // The model of -m (or the default), or an error naming what is missing.
+  Result<std::shared_ptr<const Model>> load_model() const;
 };
 
-// The model used when -m is not given (shipped default, else empty).
-std::string default_model_path();
 
 // "1,2,3" → ids; InvalidArgument naming the bad item.
 Result<std::vector<int32_t>> parse_id_list(const std::string& s);

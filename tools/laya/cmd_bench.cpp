@@ -48,13 +48,10 @@ uint64_t bytes_per_token(const Model& m) {
 
 int cmd_bench(int argc, char** argv) {
   CLI::App app{"Measure prefill and decode speed and decode latency", "laya bench"};
-  std::string model_path = default_model_path();
-  int threads = 0, n_prompt = 512, n_gen = 128, reps = 1, warmup = 8, depth = 0;
+  int n_prompt = 512, n_gen = 128, reps = 1, warmup = 8, depth = 0;
   int64_t n_batch = EngineOptions{}.n_batch;
   bool json = false, same_position = false;
   std::string steps_out;
-  app.add_option("-m,--model", model_path, "a .gguf file or a Hugging Face / MLX folder");
-  app.add_option("-t,--threads", threads, "threads (default: all cores)");
   app.add_option("-p,--prompt", n_prompt, "prompt tokens to prefill (0 = skip)")->check(CLI::Range(0, 1 << 20));
   app.add_option("-n,--gen", n_gen, "tokens to decode")->check(CLI::Range(0, 1 << 20));
   app.add_option("-r,--reps", reps, "repetitions (the best prefill and all decode steps are reported)")->check(CLI::Range(1, 1000));
@@ -70,13 +67,11 @@ int cmd_bench(int argc, char** argv) {
   EngineFlags flags;
   flags.add_to(app, true);
   CLI11_PARSE(app, argc, argv);
-  if (model_path.empty()) return report_error("bench", Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL"));
-  auto m = Model::load(model_path);
+  auto m = flags.load_model();
   if (!m.ok()) return report_error("bench", m.status());
   std::shared_ptr<const Model> model = std::move(m).value();
   EngineOptions eo;
   flags.apply(&eo);
-  eo.n_threads = threads;
   eo.n_ctx = std::max({n_prompt, depth + n_gen + warmup + 1, 64});
   eo.n_batch = n_batch;
   auto e = Engine::create(model, eo);
@@ -140,10 +135,10 @@ int cmd_bench(int argc, char** argv) {
                 "\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"decode_ms_mean\": %.4f, \"decode_ms_p50\": %.4f, "
                 "\"decode_ms_p99\": %.4f, \"decode_ms_p999\": %.4f, \"decode_ms_max\": %.4f, \"decode_gb_s\": %.3f, "
                 "\"same_position\": %s, \"weight_bytes_per_token\": %.0f, \"peak_rss_mb\": %.1f}\n",
-                model_path.c_str(), eng.options().n_threads, n_prompt, n_gen, depth, reps, best_prefill, decode_tok_s, mean_ms,
+                flags.model_path.c_str(), eng.options().n_threads, n_prompt, n_gen, depth, reps, best_prefill, decode_tok_s, mean_ms,
                 p50, p99, p999, mx, gbs, same_position ? "true" : "false", bpt, rss);
   } else {
-    std::printf("model          %s\nthreads        %d\n", model_path.c_str(), eng.options().n_threads);
+    std::printf("model          %s\nthreads        %d\n", flags.model_path.c_str(), eng.options().n_threads);
     if (n_prompt > 0) std::printf("prefill        %.1f tok/s (%d tokens)\n", best_prefill, n_prompt);
     std::printf("decode         %.1f tok/s over %zu steps\n", decode_tok_s, step_ms.size());
     std::printf("decode step    p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms\n", p50, p99, p999, mx);

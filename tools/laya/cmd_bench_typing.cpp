@@ -233,17 +233,15 @@ int64_t accept_length(const std::u32string& sug, const char32_t* rest, int64_t n
 
 int cmd_bench_typing(int argc, char** argv) {
   CLI::App app{"Keystroke savings of greedy suggestions on typing traces", "laya bench-typing"};
-  std::string model_path = default_model_path(), json_path;
+  std::string json_path;
   std::vector<std::string> traces;
-  int threads = 0, max_tokens = 8;
+  int max_tokens = 8;
   int64_t max_ctx = 2048;
   bool verbose = false, no_heal = false;
-  app.add_option("-m,--model", model_path, "a .gguf file or a Hugging Face / MLX folder");
   std::vector<std::string> prompts;
   app.add_option("traces", traces, "trace files (.jsonl)");
   app.add_option("-p,--prompt", prompts, "print the suggestion for this text (repeatable; instead of traces)");
   app.add_option("--json", json_path, "write the results as JSON to this file");
-  app.add_option("-t,--threads", threads, "threads (default: all cores)");
   app.add_option("--max-tokens", max_tokens, "tokens per suggestion")->check(CLI::Range(1, 64));
   app.add_option("--max-ctx", max_ctx, "context window cap in tokens (and the model's own)")->check(CLI::Range(64, 1 << 20));
   app.add_flag("-v,--verbose", verbose, "print each accepted suggestion to stderr");
@@ -251,16 +249,14 @@ int cmd_bench_typing(int argc, char** argv) {
   EngineFlags flags;
   flags.add_to(app, false);
   CLI11_PARSE(app, argc, argv);
-  if (model_path.empty()) return report_error("bench-typing", Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL"));
-  auto m = Model::load(model_path);
+  auto m = flags.load_model();
   if (!m.ok()) return report_error("bench-typing", m.status());
   std::shared_ptr<const Model> model = std::move(m).value();
-  auto t = model->gguf_file() ? tok::Tokenizer::from_gguf(*model->gguf_file()) : tok::Tokenizer::from_path(model_path);
+  auto t = model->gguf_file() ? tok::Tokenizer::from_gguf(*model->gguf_file()) : tok::Tokenizer::from_path(flags.model_path);
   if (!t.ok()) return report_error("bench-typing", t.status());
   std::unique_ptr<tok::Tokenizer> tk = std::move(t).value();
   EngineOptions eo;
   flags.apply(&eo);
-  eo.n_threads = threads;
   const int64_t n_ctx_train = model->hparams().n_ctx_train > 0 ? model->hparams().n_ctx_train : 2048;
   eo.n_ctx = std::min<int64_t>(n_ctx_train, max_ctx);
   auto e = Engine::create(model, eo);
@@ -294,7 +290,7 @@ int cmd_bench_typing(int argc, char** argv) {
   }
 
   json out;
-  out["model"] = model_path;
+  out["model"] = flags.model_path;
   out["max_tokens"] = max_tokens;
   out["n_ctx"] = n_ctx;
   out["token_healing"] = !no_heal;

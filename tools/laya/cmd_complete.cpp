@@ -14,11 +14,10 @@ namespace laya::cli {
 
 int cmd_complete(int argc, char** argv) {
   CLI::App app{"Continue a prompt, streaming the text to stdout", "laya complete"};
-  std::string model_path = default_model_path(), prompt, tokens_s;
-  int n_predict = 32, threads = 0;
+  std::string prompt, tokens_s;
+  int n_predict = 32;
   SamplerParams sp;
   bool show_stats = false, special = false, ids_out = false;
-  app.add_option("-m,--model", model_path, "a .gguf file or a Hugging Face / MLX folder");
   auto* p_opt = app.add_option("-p,--prompt", prompt, "prompt text");
   auto* t_opt = app.add_option("--tokens", tokens_s, "prompt as comma-separated token ids (instead of -p)");
   p_opt->excludes(t_opt);
@@ -30,18 +29,16 @@ int cmd_complete(int argc, char** argv) {
   app.add_option("--repeat-penalty", sp.repeat_penalty, "repetition penalty (1 = off)");
   app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalty looks back on");
   app.add_option("--seed", sp.seed, "RNG seed (a run is reproducible)");
-  app.add_option("-t,--threads", threads, "threads (default: all cores)");
   app.add_flag("--special", special, "parse special-token text in the prompt");
   app.add_flag("--ids", ids_out, "print token ids instead of text");
   app.add_flag("--stats", show_stats, "print timing to stderr");
   EngineFlags flags;
   flags.add_to(app, true);
   CLI11_PARSE(app, argc, argv);
-  if (model_path.empty()) return report_error("complete", Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL"));
   if (prompt.empty() && tokens_s.empty()) {
     return report_error("complete", Status(StatusCode::kInvalidArgument, "pass -p TEXT or --tokens IDS"));
   }
-  auto m = Model::load(model_path);
+  auto m = flags.load_model();
   if (!m.ok()) return report_error("complete", m.status());
   std::shared_ptr<const Model> model = std::move(m).value();
   std::unique_ptr<tok::Tokenizer> tk;
@@ -52,7 +49,7 @@ int cmd_complete(int argc, char** argv) {
     ids = std::move(r).value();
   }
   if (!prompt.empty() || !ids_out) {
-    auto t = model->gguf_file() ? tok::Tokenizer::from_gguf(*model->gguf_file()) : tok::Tokenizer::from_path(model_path);
+    auto t = model->gguf_file() ? tok::Tokenizer::from_gguf(*model->gguf_file()) : tok::Tokenizer::from_path(flags.model_path);
     if (!t.ok()) return report_error("complete", t.status());
     tk = std::move(t).value();
   }
@@ -69,7 +66,6 @@ int cmd_complete(int argc, char** argv) {
   }
   EngineOptions eo;
   flags.apply(&eo);
-  eo.n_threads = threads;
   eo.n_ctx = std::min<int64_t>(model->hparams().n_ctx_train, static_cast<int64_t>(ids.size()) + n_predict + 1);
   auto e = Engine::create(model, eo);
   if (!e.ok()) return report_error("complete", e.status());

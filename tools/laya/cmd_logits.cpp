@@ -9,28 +9,23 @@ namespace laya::cli {
 
 int cmd_logits(int argc, char** argv) {
   CLI::App app{"Write the logits of a token sequence to a float32 .npy file", "laya logits"};
-  std::string model_path = default_model_path(), tokens_s, out_path;
+  std::string tokens_s, out_path;
   bool all = false, incremental = false, precise = false;
-  int threads = 0;
-  app.add_option("-m,--model", model_path, "a .gguf file or a Hugging Face / MLX folder");
   app.add_option("--tokens", tokens_s, "comma-separated token ids")->required();
   app.add_option("-o,--output", out_path, "output .npy path")->required();
   app.add_flag("--all-positions", all, "write [n_tokens, n_vocab] instead of the last position's [n_vocab]");
   app.add_flag("--incremental", incremental, "feed the tokens one at a time through the KV cache");
   app.add_flag("--precise", precise, "reference mode: float32 KV cache and activations");
-  app.add_option("-t,--threads", threads, "threads (default: all cores)");
   EngineFlags flags;
   flags.add_to(app, false);
   CLI11_PARSE(app, argc, argv);
-  if (model_path.empty()) return report_error("logits", Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL"));
   auto ids = parse_id_list(tokens_s);
   if (!ids.ok()) return report_error("logits", ids.status());
-  auto m = Model::load(model_path);
+  auto m = flags.load_model();
   if (!m.ok()) return report_error("logits", m.status());
   std::shared_ptr<const Model> model = std::move(m).value();
   EngineOptions eo;
   flags.apply(&eo);
-  eo.n_threads = threads;
   eo.n_ctx = std::max<int64_t>(static_cast<int64_t>(ids->size()), std::min<int64_t>(model->hparams().n_ctx_train, 4096));
   eo.kv_type = precise ? DType::F32 : EngineOptions{}.kv_type;
   if (precise) eo.pack_weights = false;  // float32 activations in every product

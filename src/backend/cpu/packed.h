@@ -1,5 +1,6 @@
-// Decode-optimised weight layout for Q8_0 matrices ("packed"): 16 rows
-// interleaved so one 512-bit register holds 4 consecutive weights of 16 rows,
+// Decode-optimised weight layouts for Q8_0, Q4_K, Q5_0 and Q6_K matrices
+// ("packed"): 16 rows interleaved so one 512-bit register holds 4
+// consecutive weights of 16 rows,
 // and the activations are broadcast. With AVX-512 VNNI one vpdpbusd then does
 // 64 multiply-adds, and no horizontal sums are needed.
 //
@@ -51,7 +52,7 @@ struct PackedMatrix {
   DType type = DType::Q8_0;  // Q8_0, Q5_0, Q4_K or Q6_K
   int64_t rows = 0, cols = 0, nb = 0;
   size_t group_bytes = 0;
-  uint8_t* data = nullptr;  // 64-byte aligned, owned by the PackedSet
+  uint8_t* data = nullptr;  // 64-byte aligned, inside the CPU backend's packed buffer
   const uint8_t* group(int64_t g) const { return data + static_cast<size_t>(g) * group_bytes; }
 };
 
@@ -68,7 +69,8 @@ struct QuantizedX {
 
 bool packable(const Tensor& t);
 size_t packed_bytes(const Tensor& t);
-// Packs t (Q8_0 or Q4_K, rows % 16 == 0) into dst (packed_bytes(t), 64-aligned).
+// Packs t (a packable() type: Q8_0, Q4_K, Q5_0 or Q6_K; rows % 16 == 0)
+// into dst (packed_bytes(t), 64-aligned).
 void pack(const Tensor& t, uint8_t* dst, PackedMatrix* out);
 void pack_q8_0(const Tensor& t, uint8_t* dst, PackedMatrix* out);
 void pack_q4_k(const Tensor& t, uint8_t* dst, PackedMatrix* out);
