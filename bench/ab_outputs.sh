@@ -23,9 +23,9 @@ if [ -d "$FX/ref-models" ]; then
 else
   echo "ab_outputs: $FX/ref-models not found: checking the default model only" >&2
 fi
-# 300 ids below every model's vocabulary (the tiny models have >= 1000).
-ids=$(python3 -c "print(','.join(str((i * 37 + 11) % 997) for i in range(300)))")
-ids_short=$(python3 -c "print(','.join(str((i * 37 + 11) % 997) for i in range(40)))")
+# 300 ids below every model's vocabulary (the tiny models have 512).
+ids=$(python3 -c "print(','.join(str((i * 37 + 11) % 509) for i in range(300)))")
+ids_short=$(python3 -c "print(','.join(str((i * 37 + 11) % 509) for i in range(40)))")
 
 n=0
 for m in "${models[@]}"; do
