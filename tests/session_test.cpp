@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -419,3 +420,45 @@ TEST(SessionSuggest, PiecesAreCompleteUtf8AndConcatenateToTheText) {
 
 }  // namespace
 }  // namespace laya
+
+// The C API's session calls over the default model.
+#include "laya/laya.h"
+
+namespace {
+
+TEST(SessionCApi, EditSuggestAcceptCancel) {
+  laya_model* m = nullptr;
+  ASSERT_EQ(laya_model_load(LAYA_SOURCE_DIR "/models/laya-default-q8_0.gguf", &m), LAYA_OK) << laya_last_error();
+  laya_engine* e = nullptr;
+  ASSERT_EQ(laya_engine_create(m, 2, 512, &e), LAYA_OK) << laya_last_error();
+  laya_tokenizer* t = nullptr;
+  ASSERT_EQ(laya_tokenizer_from_model(m, &t), LAYA_OK) << laya_last_error();
+  laya_session* s = nullptr;
+  EXPECT_EQ(laya_session_new(nullptr, t, &s), LAYA_INVALID_ARGUMENT);
+  ASSERT_EQ(laya_session_new(e, t, &s), LAYA_OK) << laya_last_error();
+  const std::string text = "def square(x):\n    return";
+  ASSERT_EQ(laya_session_set_text(s, text.data(), text.size()), LAYA_OK);
+  EXPECT_EQ(laya_session_edit(s, 99, 0, "x", 1), LAYA_OUT_OF_RANGE);
+  EXPECT_NE(std::string(laya_last_error()).find("code point 99"), std::string::npos) << laya_last_error();
+  EXPECT_EQ(laya_session_edit(s, text.size(), 0, " ", 1), LAYA_OK);
+  char buf[256];
+  size_t len = 0;
+  ASSERT_EQ(laya_session_suggest(s, 8, 1, 0, buf, sizeof buf, &len), LAYA_OK) << laya_last_error();
+  EXPECT_EQ(std::strlen(buf), len);
+  EXPECT_EQ(std::string(buf).find('\n'), std::string::npos);
+  if (len > 0) {
+    EXPECT_EQ(laya_session_suggest(s, 8, 1, 0, buf, len, &len), LAYA_OUT_OF_RANGE);
+  }
+  EXPECT_EQ(laya_session_suggest(s, 0, 0, 0, buf, sizeof buf, &len), LAYA_INVALID_ARGUMENT);
+  EXPECT_EQ(laya_session_accept(s, 100000), LAYA_OUT_OF_RANGE);
+  ASSERT_EQ(laya_session_suggest(s, 8, 0, 1e-6, buf, sizeof buf, &len), LAYA_OK);  // a tiny budget: cut, still OK
+  EXPECT_EQ(laya_session_move(s, 3), LAYA_OK);
+  laya_session_cancel(s);
+  laya_session_cancel(nullptr);
+  laya_session_free(s);
+  laya_tokenizer_free(t);
+  laya_engine_free(e);
+  laya_model_free(m);
+}
+
+}  // namespace
