@@ -196,7 +196,7 @@ TEST(SessionIncremental, SyntheticTypingEqualsFromScratch) {
 // LAYA_SESSION_TRACE_EVENTS=0 replays every event.
 size_t trace_event_limit() {
   const char* v = std::getenv("LAYA_SESSION_TRACE_EVENTS");
-  if (!v) return 400;
+  if (!v) return 150;
   const long n = std::atol(v);
   return n <= 0 ? SIZE_MAX : static_cast<size_t>(n);
 }

@@ -338,8 +338,12 @@ Result<Suggestion> Session::suggest(const SuggestOptions& opt, const std::functi
   s.timings.tokenize_ms = pending_tokenize_ms_ + ms_since(t0);
   pending_tokenize_ms_ = 0;
   if (!prompt_.empty()) {
-    LAYA_TRY(prefill_prompt(s));
-    if (!s.cancelled) LAYA_TRY(generate(opt, end, on_piece, s));
+    Status st = prefill_prompt(s);
+    if (st.ok() && !s.cancelled) st = generate(opt, end, on_piece, s);
+    if (!st.ok()) {
+      current_.reset();  // nothing to accept; the sequence still holds a correct prefix
+      return st;
+    }
   }
   s.timings.total_ms = ms_since(start);
   return s;
