@@ -137,6 +137,7 @@ Status apply(Session& s, const Event& e) {
 struct ReplayStats {
   int events = 0, mismatches = 0;
   std::vector<int64_t> computed;
+  std::vector<double> ms;  // the long-lived session's suggest(), keystroke → 8-token suggestion
 };
 
 // After every event: the long-lived session's suggestion equals a fresh
@@ -160,6 +161,7 @@ ReplayStats replay(Env* E, const std::vector<Event>& events, size_t limit, const
     if (!b.ok()) break;
     ++r.events;
     r.computed.push_back(a->timings.tokens_computed);
+    r.ms.push_back(a->timings.total_ms);
     if (a->tokens != b->tokens) {
       ++r.mismatches;
       ADD_FAILURE() << name << " event " << i << " (" << events[i].op << " at " << events[i].pos << "): incremental \""
@@ -175,10 +177,18 @@ int64_t percentile(std::vector<int64_t> v, double p) {
   return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
 }
 
+double percentile_ms(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
+}
+
 void print_stats(const std::string& name, const ReplayStats& r) {
-  fmt::print("[session] {}: {} events, {} mismatches, tokens computed per event p50 {} p90 {} max {}\n", name,
-             r.events, r.mismatches, percentile(r.computed, 0.5), percentile(r.computed, 0.9),
-             percentile(r.computed, 1.0));
+  fmt::print(
+      "[session] {}: {} events, {} mismatches, tokens computed per event p50 {} p90 {} max {}; "
+      "suggest ms p50 {:.2f} p99 {:.2f} (shared machine)\n",
+      name, r.events, r.mismatches, percentile(r.computed, 0.5), percentile(r.computed, 0.9),
+      percentile(r.computed, 1.0), percentile_ms(r.ms, 0.5), percentile_ms(r.ms, 0.99));
 }
 
 TEST(SessionIncremental, SyntheticTypingEqualsFromScratch) {
@@ -221,6 +231,7 @@ TEST(SessionIncremental, FixtureTracesEqualFromScratch) {
     all.events += r.events;
     all.mismatches += r.mismatches;
     all.computed.insert(all.computed.end(), r.computed.begin(), r.computed.end());
+    all.ms.insert(all.ms.end(), r.ms.begin(), r.ms.end());
   }
   print_stats("all traces", all);
   EXPECT_EQ(all.mismatches, 0);
