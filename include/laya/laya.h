@@ -33,6 +33,7 @@ typedef struct laya_model laya_model;
 typedef struct laya_engine laya_engine;
 typedef struct laya_sequence laya_sequence;
 typedef struct laya_tokenizer laya_tokenizer;
+typedef struct laya_session laya_session;
 
 /* The message of the last failed call on this thread ("" if none). Valid
  * until the next laya call on this thread. */
@@ -102,6 +103,44 @@ laya_status laya_tokenize(const laya_tokenizer* tok, const char* text, size_t le
  * the text's length without the NUL. LAYA_OUT_OF_RANGE when cap <= *len_out. */
 laya_status laya_detokenize(const laya_tokenizer* tok, const int32_t* ids, int64_t n, char* buf, size_t cap,
                             size_t* len_out);
+
+/* A session: one document being typed, with suggestions at its cursor that
+ * reuse the engine's cache from keystroke to keystroke (only the tokens after
+ * the first changed one are computed). Offsets count Unicode code points.
+ * The engine and the tokenizer must outlive the session. A session is used
+ * from one thread at a time, except laya_session_cancel(), which any thread
+ * may call while laya_session_suggest() runs elsewhere. LAYA_INVALID_ARGUMENT
+ * for a NULL handle; LAYA_OUT_OF_MEMORY when the session cannot be made. */
+laya_status laya_session_new(laya_engine* engine, const laya_tokenizer* tok, laya_session** out);
+void laya_session_free(laya_session* session);
+/* Replaces the whole text with len bytes of UTF-8; the cursor goes to its end.
+ * LAYA_INVALID_ARGUMENT for text that is not valid UTF-8. */
+laya_status laya_session_set_text(laya_session* session, const char* text, size_t len);
+/* Replaces n_deleted code points at pos by len bytes of UTF-8 (a keystroke, a
+ * paste, an input-method commit; n_deleted 0 inserts, len 0 deletes); the
+ * cursor ends after the inserted text. Stops a suggestion in flight.
+ * LAYA_OUT_OF_RANGE when pos or pos + n_deleted is past the text;
+ * LAYA_INVALID_ARGUMENT for text that is not valid UTF-8. */
+laya_status laya_session_edit(laya_session* session, size_t pos, size_t n_deleted, const char* inserted, size_t len);
+/* Moves the cursor to code point pos (LAYA_OUT_OF_RANGE past the text). */
+laya_status laya_session_move(laya_session* session, size_t pos);
+/* Inserts the first n_chars code points of the last suggestion at the cursor
+ * (their tokens are already cached). LAYA_INVALID_ARGUMENT when there is no
+ * suggestion (an edit or move drops it); LAYA_OUT_OF_RANGE when it is shorter. */
+laya_status laya_session_accept(laya_session* session, size_t n_chars);
+/* A greedy suggestion of up to max_tokens tokens for the text before the
+ * cursor, into buf (cap bytes, NUL-terminated when it fits; *len_out is its
+ * length without the NUL). single_line != 0 stops at the end of the line.
+ * deadline_ms > 0 is a latency budget from the call: no decode step is started
+ * that would overrun it, and what exists is returned with LAYA_OK.
+ * LAYA_CANCELLED when laya_session_cancel() or an edit stopped it (buf holds
+ * what was made); LAYA_OUT_OF_RANGE when cap <= *len_out;
+ * LAYA_INVALID_ARGUMENT for max_tokens < 1 or >= the context. */
+laya_status laya_session_suggest(laya_session* session, int max_tokens, int single_line, double deadline_ms,
+                                 char* buf, size_t cap, size_t* len_out);
+/* Stops a laya_session_suggest() in flight within one decode step or one
+ * prefill chunk. Any thread; never blocks; NULL is ignored. */
+void laya_session_cancel(laya_session* session);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "session/session.h"
 #include "tokenizer/tokenizer.h"
 
 struct laya_model {
@@ -23,6 +24,9 @@ struct laya_sequence {
 };
 struct laya_tokenizer {
   std::unique_ptr<laya::tok::Tokenizer> t;
+};
+struct laya_session {
+  std::unique_ptr<laya::Session> s;
 };
 
 namespace {
@@ -180,6 +184,70 @@ laya_status laya_detokenize(const laya_tokenizer* tok, const int32_t* ids, int64
     buf[s.size()] = '\0';
     return set(laya::Status::Ok());
   });
+}
+
+laya_status laya_session_new(laya_engine* engine, const laya_tokenizer* tok, laya_session** out) {
+  if (!engine || !tok || !out) return invalid("laya_session_new: engine, tok and out must not be NULL");
+  return guarded("laya_session_new: out of memory", [&] {
+    *out = new laya_session{std::make_unique<laya::Session>(*engine->e, *tok->t)};
+    return set(laya::Status::Ok());
+  });
+}
+
+void laya_session_free(laya_session* session) { delete session; }
+
+laya_status laya_session_set_text(laya_session* session, const char* text, size_t len) {
+  if (!session || (!text && len > 0)) return invalid("laya_session_set_text: NULL session or text");
+  return guarded("laya_session_set_text: out of memory",
+                 [&] { return set(session->s->set_text(std::string_view(text ? text : "", len))); });
+}
+
+laya_status laya_session_edit(laya_session* session, size_t pos, size_t n_deleted, const char* inserted, size_t len) {
+  if (!session || (!inserted && len > 0)) return invalid("laya_session_edit: NULL session or text");
+  return guarded("laya_session_edit: out of memory", [&] {
+    return set(session->s->edit(pos, n_deleted, std::string_view(inserted ? inserted : "", len)));
+  });
+}
+
+laya_status laya_session_move(laya_session* session, size_t pos) {
+  if (!session) return invalid("laya_session_move: NULL session");
+  return guarded("laya_session_move: out of memory", [&] { return set(session->s->move(pos)); });
+}
+
+laya_status laya_session_accept(laya_session* session, size_t n_chars) {
+  if (!session) return invalid("laya_session_accept: NULL session");
+  return guarded("laya_session_accept: out of memory", [&] { return set(session->s->accept(n_chars)); });
+}
+
+laya_status laya_session_suggest(laya_session* session, int max_tokens, int single_line, double deadline_ms,
+                                 char* buf, size_t cap, size_t* len_out) {
+  if (!session || !len_out || (!buf && cap > 0)) return invalid("laya_session_suggest: NULL session, buf or len_out");
+  return guarded("laya_session_suggest: out of memory", [&] {
+    laya::SuggestOptions o;
+    o.max_tokens = max_tokens;
+    o.single_line = single_line != 0;
+    if (deadline_ms > 0) o.deadline = std::chrono::duration<double, std::milli>(deadline_ms);
+    auto r = session->s->suggest(o);
+    if (!r.ok()) return set(r.status());
+    const std::string& text = r->text;
+    *len_out = text.size();
+    if (cap <= text.size()) {
+      g_error = "laya_session_suggest: the suggestion has " + std::to_string(text.size()) +
+                " bytes, the buffer holds " + std::to_string(cap);
+      return LAYA_OUT_OF_RANGE;
+    }
+    std::memcpy(buf, text.data(), text.size());
+    buf[text.size()] = '\0';
+    if (r->cancelled) {
+      g_error = "laya_session_suggest: cancelled (the buffer holds what was made)";
+      return LAYA_CANCELLED;
+    }
+    return set(laya::Status::Ok());
+  });
+}
+
+void laya_session_cancel(laya_session* session) {
+  if (session) session->s->cancel();
 }
 
 }  // extern "C"
