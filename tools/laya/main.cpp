@@ -17,6 +17,7 @@ int cmd_logits(int argc, char** argv);
 int cmd_complete(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_bench_typing(int argc, char** argv);
+int cmd_replay(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_detokenize(int argc, char** argv);
 int cmd_mkmodel(int argc, char** argv);
@@ -26,6 +27,7 @@ const Command kCommands[] = {
     {"complete", "continue a prompt, streaming the text", cmd_complete},
     {"bench", "prefill/decode speed, decode latency percentiles, bandwidth, RSS", cmd_bench},
     {"bench-typing", "keystroke savings of greedy suggestions on typing traces", cmd_bench_typing},
+    {"replay", "play typing traces on a session: suggestion latency, reuse, free keystrokes", cmd_replay},
     {"tokenize", "text → token ids (JSON); --batch for JSON lines on stdin", cmd_tokenize},
     {"detokenize", "token ids → text", cmd_detokenize},
     {"mkmodel", "write a random-weight GGUF with the shapes of a real model", cmd_mkmodel},
