@@ -264,7 +264,9 @@ class Replayer {
     bool got_piece = false;
     // Built once: the callback only notes the first piece's time.
     const std::function<void(std::string_view)> on_piece = [&](std::string_view) {
-      if (!got_piece) first_piece = Clock::now(), got_piece = true;
+      if (got_piece) return;
+      first_piece = Clock::now();
+      got_piece = true;
     };
     const auto start = Clock::now();
     for (const Event& e : t.events) {
