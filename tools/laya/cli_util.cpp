@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "engine/engine.h"
+#include "tokenizer/tokenizer.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -107,6 +108,10 @@ Result<std::shared_ptr<const Model>> EngineFlags::load_model() const {
   if (model_path.empty()) return Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL");
   LAYA_ASSIGN_OR_RETURN(std::unique_ptr<Model> m, Model::load(model_path));
   return std::shared_ptr<const Model>(std::move(m));
+}
+
+Result<std::unique_ptr<tok::Tokenizer>> EngineFlags::load_tokenizer(const Model& model) const {
+  return model.gguf_file() ? tok::Tokenizer::from_gguf(*model.gguf_file()) : tok::Tokenizer::from_path(model_path);
 }
 
 void warn(const char* cmd, const std::string& note) {

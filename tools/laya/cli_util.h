@@ -14,6 +14,9 @@ class App;
 namespace laya {
 struct EngineOptions;
 class Model;
+namespace tok {
+class Tokenizer;
+}
 }
 
 namespace laya::cli {
@@ -35,6 +38,8 @@ struct EngineFlags {
   void apply(EngineOptions* eo) const;  // threads, backend, lock_memory, KV budget, and kv_type when --kv is offered
   // The model of -m (or the default), or an error naming what is missing.
   Result<std::shared_ptr<const Model>> load_model() const;
+  // The model's tokenizer: its GGUF metadata, or the folder's tokenizer.json.
+  Result<std::unique_ptr<tok::Tokenizer>> load_tokenizer(const Model& model) const;
 };
 
 

@@ -252,7 +252,7 @@ int cmd_bench_typing(int argc, char** argv) {
   auto m = flags.load_model();
   if (!m.ok()) return report_error("bench-typing", m.status());
   std::shared_ptr<const Model> model = std::move(m).value();
-  auto t = model->gguf_file() ? tok::Tokenizer::from_gguf(*model->gguf_file()) : tok::Tokenizer::from_path(flags.model_path);
+  auto t = flags.load_tokenizer(*model);
   if (!t.ok()) return report_error("bench-typing", t.status());
   std::unique_ptr<tok::Tokenizer> tk = std::move(t).value();
   EngineOptions eo;

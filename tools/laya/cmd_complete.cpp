@@ -49,7 +49,7 @@ int cmd_complete(int argc, char** argv) {
     ids = std::move(r).value();
   }
   if (!prompt.empty() || !ids_out) {
-    auto t = model->gguf_file() ? tok::Tokenizer::from_gguf(*model->gguf_file()) : tok::Tokenizer::from_path(flags.model_path);
+    auto t = flags.load_tokenizer(*model);
     if (!t.ok()) return report_error("complete", t.status());
     tk = std::move(t).value();
   }

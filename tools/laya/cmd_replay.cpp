@@ -370,7 +370,7 @@ int cmd_replay(int argc, char** argv) {
   auto m = flags.load_model();
   if (!m.ok()) return report_error("replay", m.status());
   std::shared_ptr<const Model> model = std::move(m).value();
-  auto tr = model->gguf_file() ? tok::Tokenizer::from_gguf(*model->gguf_file()) : tok::Tokenizer::from_path(flags.model_path);
+  auto tr = flags.load_tokenizer(*model);
   if (!tr.ok()) return report_error("replay", tr.status());
   std::unique_ptr<tok::Tokenizer> tk = std::move(tr).value();
   EngineOptions eo;
