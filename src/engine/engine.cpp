@@ -75,6 +75,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
         fmt::format("a Q8_0 KV cache needs head_dim to be a multiple of 32, this model's is {} (use F16 or F32)",
                     hp.head_dim));
   }
+  LAYA_TRY(KvBlockPool::check_block_positions(o.kv_block_positions));  // before the costly packing
   ForwardLimits lim;
   lim.max_cols = std::max({hp.n_embd, hp.n_ff, hp.q_dim()});
   lim.max_ctx = o.n_ctx;
@@ -91,10 +92,6 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
   LAYA_TRY(e->make_rope_table());
 
   e->kv_layout_ = KvLayout{hp.n_layer, hp.n_head_kv, hp.head_dim, o.kv_type, o.kv_block_positions};
-  if (o.kv_block_positions <= 0 || o.kv_block_positions % 16 != 0) {
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("KV block of {} positions: must be a positive multiple of 16", o.kv_block_positions));
-  }
   if (o.kv_budget_bytes == 0) {
     const int64_t blocks = (o.n_ctx + o.kv_block_positions - 1) / o.kv_block_positions;
     o.kv_budget_bytes = std::max(static_cast<size_t>(blocks) * e->kv_layout_.block_bytes(), size_t{16} << 20);
@@ -221,6 +218,12 @@ Status Engine::prefill(Sequence& seq, std::span<const int32_t> tokens, int64_t p
                               pos, seq.n_ctx()));
   }
   LAYA_TRY(check_tokens(tokens));
+  // The caller's all_logits array receives the rows directly where backend
+  // memory is host memory (one matmul per chunk, as before the backend split).
+  if (all_logits && !backend_->host_visible()) {
+    return Status(StatusCode::kUnsupported,
+                  fmt::format("prefill: all-position logits are not available on the {} backend", backend_->name()));
+  }
   std::lock_guard<std::mutex> lock(forward_mu_);
   const int64_t nv = n_vocab();
   if (!seq.logits_) {  // the sequence's first forward
@@ -231,12 +234,6 @@ Status Engine::prefill(Sequence& seq, std::span<const int32_t> tokens, int64_t p
       seq.logits_copy_.assign(static_cast<size_t>(nv), 0.0f);
       seq.logits_host_ = seq.logits_copy_.data();
     }
-  }
-  // The caller's all_logits array receives the rows directly where backend
-  // memory is host memory (one matmul per chunk, as before the backend split).
-  if (all_logits && !backend_->host_visible()) {
-    return Status(StatusCode::kUnsupported,
-                  fmt::format("prefill: all-position logits are not available on the {} backend", backend_->name()));
   }
   seq.table_.truncate(pos);
   seq.tokens_.resize(static_cast<size_t>(pos));

@@ -10,10 +10,7 @@ namespace laya {
 
 Result<std::unique_ptr<KvBlockPool>> KvBlockPool::create(std::shared_ptr<Backend> be, const KvLayout& layout,
                                                         size_t budget_bytes) {
-  if (layout.block_pos <= 0 || layout.block_pos % 16 != 0) {
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("KV block of {} positions: must be a positive multiple of 16", layout.block_pos));
-  }
+  LAYA_TRY(check_block_positions(layout.block_pos));
   const size_t bb = layout.block_bytes();
   if (bb == 0 || budget_bytes < bb) {
     return Status(
@@ -24,6 +21,14 @@ Result<std::unique_ptr<KvBlockPool>> KvBlockPool::create(std::shared_ptr<Backend
   const int64_t n = std::min<int64_t>(static_cast<int64_t>(budget_bytes / bb), std::numeric_limits<int32_t>::max());
   LAYA_ASSIGN_OR_RETURN(Buffer buf, be->alloc(static_cast<size_t>(n) * bb, "the KV block pool"));
   return std::unique_ptr<KvBlockPool>(new KvBlockPool(std::move(be), layout, budget_bytes, std::move(buf), n));
+}
+
+Status KvBlockPool::check_block_positions(int64_t block_pos) {
+  if (block_pos <= 0 || block_pos % 16 != 0) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("KV block of {} positions: must be a positive multiple of 16", block_pos));
+  }
+  return Status::Ok();
 }
 
 KvBlockPool::KvBlockPool(std::shared_ptr<Backend> be, const KvLayout& layout, size_t budget, Buffer buf,
@@ -156,9 +161,6 @@ void KvBlockTable::truncate(int64_t n_pos) {
     pool_.release(ids_.back());
     ids_.pop_back();
   }
-  // A block cut in the middle keeps its content (and whoever shares it its
-  // key); ours will be rewritten past the cut, so make_writable drops the key
-  // (or copies) before that write. Nothing to do here.
 }
 
 void KvBlockTable::share_prefix(const KvBlockTable& other, int64_t n_pos) {

@@ -35,6 +35,9 @@ class KvBlockPool {
   // The pool keeps the backend alive (its memory is the backend's).
   static Result<std::unique_ptr<KvBlockPool>> create(std::shared_ptr<Backend> be, const KvLayout& layout,
                                                      size_t budget_bytes);
+  // kInvalidArgument unless block_pos is a positive multiple of 16 (the CPU
+  // kernels' K layout); create() checks it, callers sizing a budget first may too.
+  static Status check_block_positions(int64_t block_pos);
 
   const KvLayout& layout() const { return layout_; }
   int64_t n_blocks() const { return n_blocks_; }
@@ -105,8 +108,9 @@ class KvBlockTable {
   // (kOutOfMemory) the table holds what it had, and the positions before pos
   // are unchanged.
   Status prepare_write(int64_t pos, int64_t n);
-  // Keeps positions [0, n_pos): releases every block past them and clears
-  // the key of a block cut in the middle (its content no longer matches).
+  // Keeps positions [0, n_pos): releases every block past them. A block cut
+  // in the middle keeps its key until it is written: prepare_write's
+  // make_writable drops the key (or copies a shared block) before that.
   void truncate(int64_t n_pos);
   // Shares `other`'s blocks covering [0, n_pos) (reference counts; no copy).
   void share_prefix(const KvBlockTable& other, int64_t n_pos);

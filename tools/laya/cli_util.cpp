@@ -5,6 +5,7 @@
 #include "engine/engine.h"
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -112,6 +113,15 @@ Result<std::shared_ptr<const Model>> EngineFlags::load_model() const {
 
 Result<std::unique_ptr<tok::Tokenizer>> EngineFlags::load_tokenizer(const Model& model) const {
   return model.gguf_file() ? tok::Tokenizer::from_gguf(*model.gguf_file()) : tok::Tokenizer::from_path(model_path);
+}
+
+Result<std::unique_ptr<Engine>> EngineFlags::make_typing_engine(std::shared_ptr<const Model> model,
+                                                                int64_t max_ctx) const {
+  EngineOptions eo;
+  apply(&eo);
+  const int64_t n_ctx_train = model->hparams().n_ctx_train > 0 ? model->hparams().n_ctx_train : 2048;
+  eo.n_ctx = std::min<int64_t>(n_ctx_train, max_ctx);
+  return Engine::create(std::move(model), eo);
 }
 
 void warn(const char* cmd, const std::string& note) {

@@ -13,6 +13,7 @@ class App;
 }
 namespace laya {
 struct EngineOptions;
+class Engine;
 class Model;
 namespace tok {
 class Tokenizer;
@@ -40,6 +41,10 @@ struct EngineFlags {
   Result<std::shared_ptr<const Model>> load_model() const;
   // The model's tokenizer: its GGUF metadata, or the folder's tokenizer.json.
   Result<std::unique_ptr<tok::Tokenizer>> load_tokenizer(const Model& model) const;
+  // An engine for the typing commands (bench-typing, replay): these flags and
+  // a context of the model's trained length (2,048 when the file gives none)
+  // capped at max_ctx.
+  Result<std::unique_ptr<Engine>> make_typing_engine(std::shared_ptr<const Model> model, int64_t max_ctx) const;
 };
 
 

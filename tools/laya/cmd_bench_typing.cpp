@@ -255,15 +255,11 @@ int cmd_bench_typing(int argc, char** argv) {
   auto t = flags.load_tokenizer(*model);
   if (!t.ok()) return report_error("bench-typing", t.status());
   std::unique_ptr<tok::Tokenizer> tk = std::move(t).value();
-  EngineOptions eo;
-  flags.apply(&eo);
-  const int64_t n_ctx_train = model->hparams().n_ctx_train > 0 ? model->hparams().n_ctx_train : 2048;
-  eo.n_ctx = std::min<int64_t>(n_ctx_train, max_ctx);
-  auto e = Engine::create(model, eo);
+  auto e = flags.make_typing_engine(model, max_ctx);
   if (!e.ok()) return report_error("bench-typing", e.status());
   warn("bench-typing", (*e)->memory_lock_note());
   Engine& eng = **e;
-  const int64_t n_ctx = eng.options().n_ctx > 0 ? eng.options().n_ctx : eo.n_ctx;
+  const int64_t n_ctx = eng.options().n_ctx;  // resolved by Engine::create
   // Room kept for the suggestion; the context slides (in one jump, to about
   // half the window, at a line start) when it would overflow.
   const int64_t budget = n_ctx - max_tokens - 2;

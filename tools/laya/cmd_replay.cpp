@@ -373,11 +373,7 @@ int cmd_replay(int argc, char** argv) {
   auto tr = flags.load_tokenizer(*model);
   if (!tr.ok()) return report_error("replay", tr.status());
   std::unique_ptr<tok::Tokenizer> tk = std::move(tr).value();
-  EngineOptions eo;
-  flags.apply(&eo);
-  const int64_t n_ctx_train = model->hparams().n_ctx_train > 0 ? model->hparams().n_ctx_train : 2048;
-  eo.n_ctx = std::min<int64_t>(n_ctx_train, max_ctx);
-  auto e = Engine::create(model, eo);
+  auto e = flags.make_typing_engine(model, max_ctx);
   if (!e.ok()) return report_error("replay", e.status());
   warn("replay", (*e)->memory_lock_note());
   SuggestOptions opt;
