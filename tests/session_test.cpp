@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/utf8.h"
 #include "session/session.h"
 #include "test_util.h"
 
@@ -142,9 +143,10 @@ struct ReplayStats {
 
 // After every event: the long-lived session's suggestion equals a fresh
 // session's for the same text and cursor.
-ReplayStats replay(Env* E, const std::vector<Event>& events, size_t limit, const std::string& name) {
+ReplayStats replay(Env* E, const std::vector<Event>& events, size_t limit, const std::string& name,
+                   const SessionOptions& so = {}) {
   ReplayStats r;
-  Session live(*E->eng, *E->tok);
+  Session live(*E->eng, *E->tok, so);
   SuggestOptions opt;
   for (size_t i = 0; i < events.size() && i < limit; ++i) {
     Status st = apply(live, events[i]);
@@ -153,9 +155,10 @@ ReplayStats replay(Env* E, const std::vector<Event>& events, size_t limit, const
     auto a = live.suggest(opt);
     EXPECT_TRUE(a.ok()) << a.status().to_string();
     if (!a.ok()) break;
-    Session fresh(*E->eng, *E->tok);
+    Session fresh(*E->eng, *E->tok, so);
     EXPECT_TRUE(fresh.set_text(live.text()).ok());
     EXPECT_TRUE(fresh.move(live.cursor()).ok());
+    EXPECT_TRUE(fresh.pin_window(live.window_start()).ok());
     auto b = fresh.suggest(opt);
     EXPECT_TRUE(b.ok()) << b.status().to_string();
     if (!b.ok()) break;
@@ -199,6 +202,28 @@ TEST(SessionIncremental, SyntheticTypingEqualsFromScratch) {
   EXPECT_EQ(r.events, static_cast<int>(ev.size()));
   EXPECT_EQ(r.mismatches, 0);
   EXPECT_LE(percentile(r.computed, 0.5), 3);
+}
+
+// The same with every prompt option the session has: healing and FIM off,
+// SPM order, and a context so small that the window moves.
+TEST(SessionIncremental, SyntheticTypingEqualsFromScratchWithEveryOption) {
+  REQUIRE_ENV();
+  const auto ev = synthetic_typing();
+  const SessionOptions variants[] = {
+      {.heal = false, .fim = FimOrder::kOff},
+      {.heal = true, .fim = FimOrder::kOff},
+      {.heal = false, .fim = FimOrder::kPsm},
+      {.heal = true, .fim = FimOrder::kSpm},
+      {.heal = true, .fim = FimOrder::kPsm, .fim_suffix_tokens = 8, .context_tokens = 64},
+  };
+  for (const SessionOptions& so : variants) {
+    const std::string name = fmt::format("synthetic heal={} fim={} ctx={}", so.heal, static_cast<int>(so.fim),
+                                         so.context_tokens);
+    const ReplayStats r = replay(E, ev, ev.size(), name, so);
+    print_stats(name, r);
+    EXPECT_EQ(r.events, static_cast<int>(ev.size())) << name;
+    EXPECT_EQ(r.mismatches, 0) << name;
+  }
 }
 
 // Events replayed per trace: a from-scratch suggestion after every event costs
@@ -334,7 +359,7 @@ TEST(SessionSuggest, EditDuringSuggestCancelsIt) {
   ASSERT_TRUE(res.ok());
   EXPECT_TRUE(res->cancelled);
   EXPECT_LE(pieces.load(), 3);
-  EXPECT_FALSE(s.current().has_value());
+  EXPECT_EQ(s.current(), nullptr);
   EXPECT_EQ(s.text(), "The meeting notes for today:\n- A");
 }
 
@@ -373,13 +398,15 @@ TEST(SessionSuggest, SingleLineStopsAtTheNewline) {
   ASSERT_TRUE(one.ok());
   EXPECT_EQ(one->text, full->text.substr(0, nl));
   // The tokens kept are those whose bytes are all in the text.
-  const std::string kept = E->tok->decode(one->tokens, {.skip_special = true, .strip_leading_space = false});
+  // (Healing: the first healed_bytes of the tokens' bytes were before the cursor.)
+  const std::string kept =
+      E->tok->decode(one->tokens, {.skip_special = true, .strip_leading_space = false}).substr(one->healed_bytes);
   EXPECT_TRUE(one->text.starts_with(kept)) << kept;
 }
 
 TEST(SessionSuggest, AcceptCostsNoPrefill) {
   REQUIRE_ENV();
-  Session s(*E->eng, *E->tok);
+  Session s(*E->eng, *E->tok, SessionOptions{.heal = false});  // the suggestion's tokens are exactly its text
   const std::string prompt = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n";
   ASSERT_TRUE(s.set_text(prompt).ok());
   SuggestOptions o;
@@ -427,6 +454,147 @@ TEST(SessionSuggest, PiecesAreCompleteUtf8AndConcatenateToTheText) {
     EXPECT_FALSE(a->tokens.empty());
     EXPECT_GE(a->timings.total_ms, a->timings.prefill_ms);
   }
+}
+
+// Typing what was suggested: the rest of the suggestion comes from the cache
+// with no forward pass, and it is what a fresh session computes.
+TEST(SessionSuggest, TypingThroughASuggestionIsFreeAndExact) {
+  REQUIRE_ENV();
+  for (bool heal : {false, true}) {
+    Session s(*E->eng, *E->tok, SessionOptions{.heal = heal});
+    ASSERT_TRUE(s.set_text("def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n").ok());
+    auto a = s.suggest();
+    ASSERT_TRUE(a.ok());
+    ASSERT_GE(cp_count(a->text), 4u) << a->text;
+    const std::string predicted = a->text;
+    int free = 0;
+    for (size_t i = 0, b = 0; i < 4; ++i) {  // type the first 4 characters of it, one by one
+      size_t len = 1;
+      while (b + len < predicted.size() && (static_cast<unsigned char>(predicted[b + len]) & 0xC0) == 0x80) ++len;
+      ASSERT_TRUE(s.edit(s.cursor(), 0, predicted.substr(b, len)).ok());
+      b += len;
+      auto t = s.suggest();
+      ASSERT_TRUE(t.ok());
+      if (t->typed_through > 0) {
+        ++free;
+        EXPECT_EQ(t->timings.tokens_computed, 0) << "heal=" << heal << " char " << i;
+      }
+      Session fresh(*E->eng, *E->tok, SessionOptions{.heal = heal});
+      ASSERT_TRUE(fresh.set_text(s.text()).ok());
+      auto f = fresh.suggest();
+      ASSERT_TRUE(f.ok());
+      EXPECT_EQ(t->tokens, f->tokens) << "heal=" << heal << " char " << i << ": \"" << t->text << "\" vs \"" << f->text << "\"";
+      EXPECT_EQ(t->text, f->text);
+    }
+    // Healing re-generates the cut word, so every character typed into a
+    // predicted token is free.
+    if (heal) EXPECT_GE(free, 3);
+  }
+  // Without healing, typing a whole predicted token (when the text then
+  // tokenizes to the prompt plus that token) is free.
+  Session s(*E->eng, *E->tok, SessionOptions{.heal = false});
+  const std::string text = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return";
+  ASSERT_TRUE(s.set_text(text).ok());
+  auto a = s.suggest();
+  ASSERT_TRUE(a.ok());
+  ASSERT_GE(a->tokens.size(), 2u);
+  const std::string first = E->tok->token_bytes(a->tokens[0]);
+  auto joined = E->tok->encode(text + first);
+  auto alone = E->tok->encode(text);
+  ASSERT_TRUE(joined.ok() && alone.ok());
+  alone->push_back(a->tokens[0]);
+  if (*joined != *alone) GTEST_SKIP() << "the first token does not re-tokenize to itself here";
+  ASSERT_TRUE(s.edit(s.cursor(), 0, first).ok());
+  auto t = s.suggest();
+  ASSERT_TRUE(t.ok());
+  EXPECT_GT(t->typed_through, 0);
+  EXPECT_EQ(t->timings.tokens_computed, 0);
+  EXPECT_TRUE(std::equal(a->tokens.begin() + 1, a->tokens.end(), t->tokens.begin()));
+}
+
+// Healing: a cursor inside a word re-generates the word's last tokens, and
+// the suggestion continues the word instead of starting a new one.
+TEST(SessionSuggest, HealingConstrainsTheFirstTokens) {
+  REQUIRE_ENV();
+  Session s(*E->eng, *E->tok);
+  ASSERT_TRUE(s.set_text("import os\nimport sys\n\ndef main():\n    print(os.getc").ok());
+  auto a = s.suggest();
+  ASSERT_TRUE(a.ok());
+  ASSERT_GT(a->healed_bytes, 0u);
+  const std::string all = E->tok->decode(a->tokens, {.skip_special = true, .strip_leading_space = false});
+  ASSERT_GE(all.size(), a->healed_bytes);
+  const std::string healed = all.substr(0, a->healed_bytes);
+  EXPECT_TRUE(s.text().ends_with(healed)) << "healed \"" << healed << "\"";
+  EXPECT_TRUE(all.substr(a->healed_bytes).starts_with(a->text) || a->text.starts_with(all.substr(a->healed_bytes)));
+  Session off(*E->eng, *E->tok, SessionOptions{.heal = false});
+  ASSERT_TRUE(off.set_text(s.text()).ok());
+  auto b = off.suggest();
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->healed_bytes, 0u);
+}
+
+// FIM: a suffix after the cursor is in the prompt (and changes the
+// suggestion's inputs); blank suffixes and FIM off give the plain prompt.
+TEST(SessionSuggest, FimUsesABoundedSuffix) {
+  REQUIRE_ENV();
+  const std::string before = "def area(r):\n    return ";
+  const std::string after = "\n\n\nprint(area(2.0))\n";
+  Session s(*E->eng, *E->tok);
+  ASSERT_TRUE(s.set_text(before + after).ok());
+  ASSERT_TRUE(s.move(cp_count(before)).ok());
+  auto a = s.suggest();
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(a->fim);
+  const auto fim = E->tok->fim_tokens();
+  ASSERT_TRUE(fim.complete());
+  const auto& c = s.cached_tokens();
+  EXPECT_NE(std::find(c.begin(), c.end(), fim.middle), c.end());
+  EXPECT_LE(c.size(), 1 + 3 + 32 + E->tok->encode(before)->size() + 8);
+  Session off(*E->eng, *E->tok, SessionOptions{.fim = FimOrder::kOff});
+  ASSERT_TRUE(off.set_text(before + after).ok());
+  ASSERT_TRUE(off.move(cp_count(before)).ok());
+  auto b = off.suggest();
+  ASSERT_TRUE(b.ok());
+  EXPECT_FALSE(b->fim);
+  Session blank(*E->eng, *E->tok);
+  ASSERT_TRUE(blank.set_text(before + "\n  \n").ok());
+  ASSERT_TRUE(blank.move(cp_count(before)).ok());
+  auto d = blank.suggest();
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->fim);
+  // Typing at the cursor leaves the suffix's text alone: in PSM order only the
+  // new prefix tokens, the markers and the suffix are computed.
+  ASSERT_TRUE(s.edit(s.cursor(), 0, "3").ok());
+  auto e = s.suggest();
+  ASSERT_TRUE(e.ok());
+  EXPECT_LE(e->timings.tokens_computed, 3 + 3 + 32);
+}
+
+// A document longer than the context: the window starts at a line start,
+// stays put while typing, and moves in large steps.
+TEST(SessionSuggest, WindowHoldsStillWhileTyping) {
+  REQUIRE_ENV();
+  SessionOptions so{.fim = FimOrder::kOff, .context_tokens = 128};
+  Session s(*E->eng, *E->tok, so);
+  std::string doc;
+  for (int i = 0; i < 40; ++i) doc += fmt::format("value_{} = compute({}, {})\n", i, i, i * 7);
+  ASSERT_TRUE(s.set_text(doc).ok());
+  auto a = s.suggest();
+  ASSERT_TRUE(a.ok());
+  const size_t w = s.window_start();
+  EXPECT_GT(w, 0u);
+  EXPECT_EQ(doc[utf8::offset_of(doc, w) - 1], '\n');  // a line start
+  int moves = 0;
+  const std::string line = "total = value_1 + value_2 + value_3\n";
+  for (char ch : line) {
+    ASSERT_TRUE(s.edit(s.cursor(), 0, std::string(1, ch)).ok());
+    auto t = s.suggest();
+    ASSERT_TRUE(t.ok());
+    moves += t->window_moved;
+    if (!t->window_moved) EXPECT_LE(t->timings.tokens_computed, 3);
+  }
+  EXPECT_LE(moves, 1) << "the window should move in large steps";
+  EXPECT_EQ(s.window_moves(), moves + (a->window_moved ? 1 : 0));
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "core/utf8.h"
+
 namespace laya {
 
 namespace {
@@ -13,40 +15,9 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
-
-// Length of the UTF-8 sequence a lead byte starts (0: not a lead byte).
-size_t utf8_len(unsigned char c) {
-  if (c < 0x80) return 1;
-  if ((c & 0xE0) == 0xC0) return c >= 0xC2 ? 2 : 0;  // C0/C1: overlong
-  if ((c & 0xF0) == 0xE0) return 3;
-  if ((c & 0xF8) == 0xF0) return c <= 0xF4 ? 4 : 0;
-  return 0;
-}
-
-// Offsets are code points, so the text must be valid UTF-8 for them to mean
-// anything: counts the code points, or returns the byte offset of the first
-// bad sequence in *bad.
-bool count_utf8(std::string_view s, size_t* n_cp, size_t* bad) {
-  size_t n = 0;
-  for (size_t i = 0; i < s.size();) {
-    const size_t len = utf8_len(static_cast<unsigned char>(s[i]));
-    bool ok = len > 0 && i + len <= s.size();
-    for (size_t k = 1; ok && k < len; ++k) ok = is_continuation(static_cast<unsigned char>(s[i + k]));
-    if (!ok) {
-      *bad = i;
-      return false;
-    }
-    i += len;
-    ++n;
-  }
-  *n_cp = n;
-  return true;
-}
-
 Status check_utf8(std::string_view s, const char* what, size_t* n_cp) {
   size_t bad = 0;
-  if (!count_utf8(s, n_cp, &bad)) {
+  if (!utf8::count(s, n_cp, &bad)) {
     return Status(StatusCode::kInvalidArgument,
                   fmt::format("session {}: the text is not valid UTF-8 (byte {} of {})", what, bad, s.size()));
   }
@@ -58,17 +29,65 @@ bool same_params(const SamplerParams& a, const SamplerParams& b) {
          a.repeat_penalty == b.repeat_penalty && a.repeat_last_n == b.repeat_last_n && a.seed == b.seed;
 }
 
+// Only a greedy choice is a function of the logits alone, so only greedy
+// chains can be reused (a draw depends on the random state, a repetition
+// penalty on the history).
+bool reusable(const SamplerParams& p) { return p.temperature <= 0.0f && p.repeat_penalty == 1.0f; }
+
+// Token healing: whether token bytes `b` may come next while `left` (the part
+// of the healed bytes not yet generated) is pending: they must start with it,
+// or be a non-empty prefix of it.
+bool heal_allows(std::string_view b, std::string_view left) {
+  if (left.empty()) return true;
+  if (b.empty()) return false;
+  return b.starts_with(left) || left.starts_with(b);
+}
+
+// What is left of `left` after a token with bytes `b` (heal_allows(b, left)).
+std::string_view heal_advance(std::string_view b, std::string_view left) {
+  return b.size() >= left.size() ? std::string_view() : left.substr(b.size());
+}
+
+// Whole lines of the suffix: at most this many bytes are looked at per token
+// of the bound (a line longer than that is cut).
+constexpr size_t kSuffixBytesPerToken = 8;
+// Token healing takes back at most this many tokens of the last piece: every
+// healed token is re-generated inside the max_tokens budget, and one or two
+// cover a word cut by the cursor (a longer piece's first tokens are whole).
+constexpr size_t kMaxHealTokens = 2;
+// The smallest window room accepted (prompt tokens for the text).
+constexpr int64_t kMinRoom = 16;
+
 }  // namespace
 
-Session::Session(Engine& engine, const tok::Tokenizer& tokenizer)
+void Suggestion::clear() {
+  text.clear();
+  tokens.clear();
+  cut_by_deadline = cancelled = window_moved = fim = false;
+  typed_through = 0;
+  healed_bytes = 0;
+  timings.tokenize_ms = timings.prefill_ms = timings.detokenize_ms = timings.total_ms = 0;
+  timings.tokens_reused = timings.tokens_computed = 0;
+  timings.decode_ms.clear();
+}
+
+Session::Session(Engine& engine, const tok::Tokenizer& tokenizer, const SessionOptions& options)
     : eng_(engine),
       tok_(tokenizer),
+      opts_(options),
       prefix_tok_(tokenizer, /*parse_special=*/false),  // typed "<|endoftext|>" is text, not a control token
       seq_(engine.new_sequence()),
-      masks_(continuation_masks(tokenizer, static_cast<int>(engine.n_vocab()), engine.hparams().eos_id)),
-      // A continuation: no leading space is stripped (SentencePiece strips it
-      // only at the start of a text), control tokens are never shown.
-      detok_(tokenizer, tok::DecodeOptions{.skip_special = true, .strip_leading_space = false}) {}
+      masks_(continuation_masks(tokenizer, static_cast<int>(engine.n_vocab()), engine.hparams().eos_id)) {
+  if (opts_.fim != FimOrder::kOff) {
+    const auto f = tok_.fim_tokens();
+    if (f.complete()) {
+      fim_pre_ = f.prefix;
+      fim_suf_ = f.suffix;
+      fim_mid_ = f.middle;
+    }
+  }
+  if (opts_.heal) (void)tok_.prefix_index();  // built now, not on the first keystroke
+}
 
 Session::~Session() = default;
 
@@ -83,15 +102,21 @@ size_t Session::byte_of(size_t cp) const {
   size_t b = cursor_byte_, c = cursor_cp_;
   if (cp < c && cp < c - cp) b = c = 0;
   while (c < cp) {
-    b += utf8_len(static_cast<unsigned char>(text_[b]));
+    b += utf8::sequence_length(static_cast<unsigned char>(text_[b]));
     ++c;
   }
   while (c > cp) {
     do --b;
-    while (b > 0 && is_continuation(static_cast<unsigned char>(text_[b])));
+    while (b > 0 && utf8::is_continuation(static_cast<unsigned char>(text_[b])));
     --c;
   }
   return b;
+}
+
+size_t Session::count_cp(size_t from_byte, size_t to_byte) const {
+  size_t n = 0;
+  for (size_t b = from_byte; b < to_byte; ++b) n += !utf8::is_continuation(static_cast<unsigned char>(text_[b]));
+  return n;
 }
 
 Status Session::set_text(std::string_view text) {
@@ -99,13 +124,11 @@ Status Session::set_text(std::string_view text) {
   std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;
   LAYA_TRY(check_utf8(text, "set_text", &n));
-  const auto t0 = Clock::now();
-  LAYA_TRY(prefix_tok_.set_text(text));
   text_.assign(text);
   n_cp_ = cursor_cp_ = n;
   cursor_byte_ = text_.size();
-  current_.reset();
-  pending_tokenize_ms_ += ms_since(t0);
+  win_dirty_ = true;  // the window is chosen (and tokenized) at the next suggest
+  has_current_ = false;
   return Status::Ok();
 }
 
@@ -130,21 +153,24 @@ Status Session::edit_locked(size_t pos_cp, size_t n_deleted_cp, std::string_view
   const auto t0 = Clock::now();
   const size_t b = byte_of(pos_cp);
   const size_t e = byte_of(pos_cp + n_deleted_cp);
-  // The prefix (text before the cursor) changes from min(pos, cursor) on:
-  // the old prefix's tail there is replaced by the new text up to the new
-  // cursor. This covers an edit before, at, across or after the cursor.
+  // An edit that starts before the window (its line start may be gone, and
+  // the cursor ends before it) makes the next suggest choose it again.
+  if (b < win_byte_) win_dirty_ = true;
+  // The window's text changes from min(pos, cursor) on: the old text's tail
+  // there is replaced by the new text up to the new cursor. This covers an
+  // edit before, at, across or after the cursor.
   const size_t a = std::min(b, cursor_byte_);
   const size_t old_tail = cursor_byte_ - a;
   text_.replace(b, e - b, inserted);
   n_cp_ = n_cp_ - n_deleted_cp + n_ins;
   cursor_cp_ = pos_cp + n_ins;
   cursor_byte_ = b + inserted.size();
-  current_.reset();
-  Status st = prefix_tok_.edit(a, old_tail, std::string_view(text_).substr(a, cursor_byte_ - a));
-  pending_tokenize_ms_ += ms_since(t0);
-  if (!st.ok()) {  // keep text and tokenizer in step whatever happened
-    LAYA_TRY(prefix_tok_.set_text(std::string_view(text_).substr(0, cursor_byte_)));
+  has_current_ = false;
+  if (!win_dirty_) {
+    const std::string_view now = std::string_view(text_).substr(a, cursor_byte_ - a);
+    if (!prefix_tok_.edit(a - win_byte_, old_tail, now).ok()) win_dirty_ = true;  // re-tokenized at suggest
   }
+  pending_tokenize_ms_ += ms_since(t0);
   return Status::Ok();
 }
 
@@ -158,13 +184,16 @@ Status Session::move(size_t cursor_cp) {
   if (cursor_cp == cursor_cp_) return Status::Ok();
   const auto t0 = Clock::now();
   const size_t nb = byte_of(cursor_cp);
-  Status st = nb > cursor_byte_
-                  ? prefix_tok_.edit(cursor_byte_, 0, std::string_view(text_).substr(cursor_byte_, nb - cursor_byte_))
-                  : prefix_tok_.edit(nb, cursor_byte_ - nb, {});
+  if (nb < win_byte_) win_dirty_ = true;
+  if (!win_dirty_) {
+    const std::string_view t(text_);
+    Status st = nb > cursor_byte_ ? prefix_tok_.edit(cursor_byte_ - win_byte_, 0, t.substr(cursor_byte_, nb - cursor_byte_))
+                                  : prefix_tok_.edit(nb - win_byte_, cursor_byte_ - nb, {});
+    if (!st.ok()) win_dirty_ = true;
+  }
   cursor_cp_ = cursor_cp;
   cursor_byte_ = nb;
-  current_.reset();
-  if (!st.ok()) LAYA_TRY(prefix_tok_.set_text(std::string_view(text_).substr(0, cursor_byte_)));
+  has_current_ = false;
   pending_tokenize_ms_ += ms_since(t0);
   return Status::Ok();
 }
@@ -172,28 +201,190 @@ Status Session::move(size_t cursor_cp) {
 Status Session::accept(size_t n_chars) {
   cancel();
   std::lock_guard<std::mutex> lock(mu_);
-  if (!current_) {
+  if (!has_current_) {
     return Status(StatusCode::kInvalidArgument,
                   "session accept: there is no suggestion to accept (suggest first; an edit or move drops it)");
   }
-  size_t n = 0, bad = 0;
-  count_utf8(current_->text, &n, &bad);  // valid: made of complete characters
+  size_t n = 0;
+  utf8::count(current_.text, &n, nullptr);  // valid: made of complete characters
   if (n_chars > n) {
     return Status(StatusCode::kOutOfRange,
                   fmt::format("session accept of {} code points: the suggestion has {}", n_chars, n));
   }
-  size_t bytes = 0;
-  for (size_t i = 0; i < n_chars; ++i) bytes += utf8_len(static_cast<unsigned char>(current_->text[bytes]));
-  const std::string taken = current_->text.substr(0, bytes);  // edit_locked drops current_
-  return edit_locked(cursor_cp_, 0, taken);
+  const size_t bytes = utf8::offset_of(current_.text, n_chars);
+  // edit_locked drops current_ (has_current_), but its text stays intact
+  // until the next suggest writes it, so it can be inserted directly.
+  return edit_locked(cursor_cp_, 0, std::string_view(current_.text).substr(0, bytes));
+}
+
+Status Session::pin_window(size_t start_cp) {
+  cancel();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (start_cp > cursor_cp_) {
+    return Status(StatusCode::kOutOfRange,
+                  fmt::format("session pin_window at code point {}: past the cursor ({})", start_cp, cursor_cp_));
+  }
+  return set_window(byte_of(start_cp));
+}
+
+// ---- the window ---------------------------------------------------------------
+
+int64_t Session::window_room(int max_tokens) const {
+  int64_t ctx = seq_->n_ctx();
+  if (opts_.context_tokens > 0) ctx = std::min(ctx, opts_.context_tokens);
+  const bool bos = tok_.add_bos_default() && tok_.bos_id() >= 0;
+  // The FIM part is reserved whether or not this keystroke has a suffix, so
+  // the room (and with it the window) does not change as the cursor moves.
+  const int64_t fim = fim_mid_ >= 0 ? 3 + opts_.fim_suffix_tokens : 0;
+  return ctx - max_tokens - (bos ? 1 : 0) - fim;
+}
+
+Status Session::set_window(size_t start_byte) {
+  win_byte_ = start_byte;
+  win_cp_ = count_cp(0, start_byte);
+  win_dirty_ = false;
+  return prefix_tok_.set_text(std::string_view(text_).substr(start_byte, cursor_byte_ - start_byte));
+}
+
+// Chooses the window for the cursor: the text from the first line start whose
+// text up to the cursor holds at most room / 2 tokens (all of it when it fits
+// in the room). Half the room, so typing adds room / 2 tokens before the next
+// move. When no line start qualifies (one very long line), or the best one
+// leaves less than room / 4 tokens (a long line just before the cursor), the
+// start is a code point found the same way. Deterministic: the same text,
+// cursor and room give the same window.
+Status Session::choose_window(int64_t room) {
+  const size_t c = cursor_byte_;
+  const std::string_view t(text_);
+  std::vector<int32_t> ids;
+  auto tokens = [&](size_t s) -> int64_t {
+    ids.clear();
+    (void)tok_.encode_append(t.substr(s, c - s), false, &ids);
+    return static_cast<int64_t>(ids.size());
+  };
+  const int64_t target = room / 2;
+  // Bytes bound tokens; a long text is not tokenized whole just to find out.
+  if (static_cast<int64_t>(c) < room || (c <= static_cast<size_t>(16 * room) && tokens(0) <= room)) return set_window(0);
+  // Candidates: line starts within 16 bytes per token of room before the cursor.
+  const size_t lo_byte = c > static_cast<size_t>(16 * room) ? c - static_cast<size_t>(16 * room) : 0;
+  std::vector<size_t> starts;
+  for (size_t b = lo_byte; b < c; ++b)
+    if (b == 0 || t[b - 1] == '\n') starts.push_back(b);
+  // Smallest index whose text holds <= target tokens (token counts fall as the start moves right).
+  auto first_fitting = [&](const std::vector<size_t>& cand) {
+    size_t lo = 0, hi = cand.size();
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (tokens(cand[mid]) <= target) hi = mid; else lo = mid + 1;
+    }
+    return lo;
+  };
+  size_t k = first_fitting(starts);
+  if (k < starts.size() && tokens(starts[k]) >= room / 4) return set_window(starts[k]);
+  // A code point start between the last line start that does not fit and the cursor.
+  const size_t from = k == 0 ? lo_byte : starts[k - 1];
+  std::vector<size_t> cps;
+  for (size_t b = from; b < c; ++b)
+    if (!utf8::is_continuation(static_cast<unsigned char>(t[b]))) cps.push_back(b);
+  k = first_fitting(cps);
+  return set_window(k < cps.size() ? cps[k] : c);
+}
+
+Status Session::update_window(int max_tokens, Suggestion& s) {
+  const int64_t room = window_room(max_tokens);
+  const size_t before = win_cp_;
+  const bool was_dirty = win_dirty_;
+  if (!win_dirty_) {
+    const auto n = static_cast<int64_t>(prefix_tok_.ids().size());
+    if (n <= room && (win_byte_ == 0 || n >= room / 4)) return Status::Ok();
+  }
+  LAYA_TRY(choose_window(room));
+  if (!was_dirty || win_cp_ != before) {
+    s.window_moved = true;
+    ++window_moves_;
+  }
+  return Status::Ok();
+}
+
+// ---- the prompt ----------------------------------------------------------------
+
+// The bounded suffix: up to fim_suffix_lines lines after the cursor (at most
+// kSuffixBytesPerToken bytes per token of the bound), then whole lines dropped
+// from the end until its tokens fit; a single line too long is cut to its
+// first tokens. Re-tokenized only when that text changed (typing at the
+// cursor leaves it as it was).
+Status Session::build_suffix() {
+  const std::string_view t(text_);
+  const size_t cap = kSuffixBytesPerToken * static_cast<size_t>(std::max(opts_.fim_suffix_tokens, 1));
+  size_t end = cursor_byte_;
+  for (int line = 0; line < opts_.fim_suffix_lines && end < t.size(); ++line) {
+    const size_t nl = t.find('\n', end);
+    end = nl == std::string_view::npos ? t.size() : nl + 1;
+  }
+  if (end - cursor_byte_ > cap) {
+    end = cursor_byte_ + cap;
+    while (end > cursor_byte_ && utf8::is_continuation(static_cast<unsigned char>(t[end]))) --end;
+  }
+  std::string_view suffix = t.substr(cursor_byte_, end - cursor_byte_);
+  if (suffix_valid_ && suffix == suffix_text_) return Status::Ok();
+  suffix_text_.assign(suffix);
+  suffix_ids_.clear();
+  suffix_valid_ = true;
+  if (suffix.find_first_not_of(" \t\r\n") == std::string_view::npos) return Status::Ok();  // blank: no FIM
+  const auto bound = static_cast<size_t>(opts_.fim_suffix_tokens);
+  while (true) {
+    suffix_ids_.clear();
+    LAYA_TRY(tok_.encode_append(suffix, false, &suffix_ids_));
+    if (suffix_ids_.size() <= bound) break;
+    const size_t last_nl = suffix.substr(0, suffix.size() - 1).rfind('\n');
+    if (last_nl == std::string_view::npos) {
+      suffix_ids_.resize(bound);
+      break;
+    }
+    suffix = suffix.substr(0, last_nl + 1);
+  }
+  return Status::Ok();
+}
+
+// The prompt: [BOS] + the window's tokens minus the healed ones, wrapped in
+// FIM markers with the suffix when there is one.
+void Session::build_prompt() {
+  prompt_.clear();
+  const auto& ids = prefix_tok_.ids();
+  const bool bos = tok_.add_bos_default() && tok_.bos_id() >= 0;
+  const bool fim = fim_mid_ >= 0 && !suffix_ids_.empty();
+  size_t heal_n = opts_.heal ? std::min(prefix_tok_.last_piece_tokens(), kMaxHealTokens) : 0;
+  heal_n = std::min(heal_n, ids.size());
+  if (!bos && !fim && heal_n == ids.size() && heal_n > 0) --heal_n;  // keep one token to start from
+  const size_t keep = ids.size() - heal_n;
+  heal_.clear();
+  for (size_t i = keep; i < ids.size(); ++i) heal_ += tok_.token_bytes(ids[i]);
+  if (bos) prompt_.push_back(tok_.bos_id());
+  auto add_prefix = [&] { prompt_.insert(prompt_.end(), ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep)); };
+  if (!fim) {
+    add_prefix();
+  } else if (opts_.fim == FimOrder::kSpm) {
+    prompt_.push_back(fim_suf_);
+    prompt_.insert(prompt_.end(), suffix_ids_.begin(), suffix_ids_.end());
+    prompt_.push_back(fim_pre_);
+    add_prefix();
+    prompt_.push_back(fim_mid_);
+  } else {
+    prompt_.push_back(fim_pre_);
+    add_prefix();
+    prompt_.push_back(fim_suf_);
+    prompt_.insert(prompt_.end(), suffix_ids_.begin(), suffix_ids_.end());
+    prompt_.push_back(fim_mid_);
+  }
 }
 
 Status Session::check_options(const SuggestOptions& opt) const {
-  const int64_t reserve = 1 + (tok_.add_bos_default() ? 1 : 0);  // at least one prompt token (+ BOS)
-  if (opt.max_tokens < 1 || opt.max_tokens > seq_->n_ctx() - reserve) {
+  if (opt.max_tokens < 1 || window_room(opt.max_tokens) < kMinRoom) {
     return Status(StatusCode::kInvalidArgument,
-                  fmt::format("suggest: max_tokens {} must be in [1, {}] (the context is {} tokens)", opt.max_tokens,
-                              seq_->n_ctx() - reserve, seq_->n_ctx()));
+                  fmt::format("suggest: max_tokens {} must be in [1, {}] (the context is {} tokens, {} of them kept "
+                              "for the prompt)",
+                              opt.max_tokens, std::max<int64_t>(1, opt.max_tokens + window_room(opt.max_tokens) - kMinRoom),
+                              seq_->n_ctx(), kMinRoom));
   }
   if (Status st = Sampler::validate(opt.sampling, static_cast<int>(eng_.n_vocab())); !st.ok()) {
     return Status(st.code(), fmt::format("suggest: {}", st.message()));
@@ -201,20 +392,56 @@ Status Session::check_options(const SuggestOptions& opt) const {
   return Status::Ok();
 }
 
-// The prompt: BOS (where the model adds one) + the tokens of the text before
-// the cursor. When they do not fit in the context with room for max_tokens,
-// only the last tokens that fit are kept. That moves the prompt's start on
-// every keystroke, so nothing cached is reusable there: the window proper
-// (whole lines, moving in large steps, so the cache stays valid) is a later
-// slice of issue 10.
-void Session::build_prompt(int max_tokens) {
-  prompt_.clear();
-  const bool bos = tok_.add_bos_default() && tok_.bos_id() >= 0;
-  const auto& ids = prefix_tok_.ids();
-  const size_t room = static_cast<size_t>(seq_->n_ctx() - max_tokens - (bos ? 1 : 0));
-  const size_t from = ids.size() > room ? ids.size() - room : 0;
-  if (bos) prompt_.push_back(tok_.bos_id());
-  prompt_.insert(prompt_.end(), ids.begin() + static_cast<std::ptrdiff_t>(from), ids.end());
+// ---- reuse of the last suggestion's tokens ---------------------------------------
+
+// When the prompt is the last prompt plus the first k chain tokens (the user
+// typed or accepted them), the chain's next tokens are what a fresh greedy
+// computation would choose as long as each is still allowed and was chosen
+// from a set at least as large: at chain position j the old healing left
+// R_old(j), the new one leaves R_new; the old set contains the new one when
+// R_old(j) is a prefix of R_new (empty R_old: every token), and the token
+// itself must be allowed under R_new. The arg-max of a superset that lies in
+// the subset is the subset's arg-max, so the choice is the same. Returns how
+// many chain tokens the new suggestion starts with (the chain is re-based on
+// the new prompt, and cut where the argument stops holding).
+size_t Session::reuse_chain(const SuggestOptions& opt) {
+  if (chain_.empty() || !reusable(opt.sampling) || !sampler_ || !reusable(sampler_->params())) return 0;
+  const size_t m = prompt_.size();
+  if (m < chain_start_ || m - chain_start_ >= chain_.size()) return 0;
+  const size_t k = m - chain_start_;
+  const auto& cached = seq_->tokens();
+  if (cached.size() < chain_start_ || !std::equal(prompt_.begin(), prompt_.begin() + static_cast<std::ptrdiff_t>(chain_start_), cached.begin()))
+    return 0;
+  if (!std::equal(prompt_.begin() + static_cast<std::ptrdiff_t>(chain_start_), prompt_.end(), chain_.begin())) return 0;
+  std::string_view r_old = chain_heal_;
+  for (size_t j = 0; j < k; ++j) {
+    if (!heal_allows(tok_.token_bytes(chain_[j]), r_old)) return 0;
+    r_old = heal_advance(tok_.token_bytes(chain_[j]), r_old);
+  }
+  std::string_view r_new = heal_;
+  size_t v = 0;  // valid chain tokens from k on
+  for (size_t j = k; j < chain_.size(); ++j, ++v) {
+    const std::string& b = tok_.token_bytes(chain_[j]);
+    if (!r_new.starts_with(r_old) || !heal_allows(b, r_new)) break;
+    if (!r_new.empty() && masks_.eog.contains(chain_[j])) break;  // healing never ends on end-of-generation
+    r_old = heal_advance(b, r_old);
+    r_new = heal_advance(b, r_new);
+  }
+  if (v == 0) return 0;
+  // Re-base: the chain now follows the new prompt; cut the sequence where the
+  // valid part ends (it held chain tokens past it).
+  chain_.erase(chain_.begin(), chain_.begin() + static_cast<std::ptrdiff_t>(k));
+  chain_.resize(v);
+  chain_start_ = m;
+  chain_heal_ = heal_;
+  if (seq_->n_past() > static_cast<int64_t>(m + v)) {
+    if (!eng_.truncate(*seq_, static_cast<int64_t>(m + v)).ok()) {
+      drop_chain();
+      return 0;
+    }
+    logits_at_ = -1;
+  }
+  return std::min(v, static_cast<size_t>(opt.max_tokens));
 }
 
 // Cuts the sequence at the first token that differs from the prompt and
@@ -262,6 +489,25 @@ Sampler& Session::sampler_for(const SamplerParams& p) {
   return *sampler_;
 }
 
+// The next token. While healed bytes are pending, only tokens that agree with
+// them may come (from the prefix index, not a scan of the vocabulary), and
+// the choice among them is the greedy one whatever the sampling options: the
+// healed bytes are the user's, not the model's to vary. -1: nothing allowed.
+int32_t Session::pick(const SuggestOptions& opt, Sampler& smp, std::string_view heal_left) {
+  const float* lg = seq_->logits();
+  if (heal_left.empty()) return smp.sample(lg, history_);
+  int32_t best = -1;
+  auto consider = [&](int32_t id) {
+    if (id >= eng_.n_vocab() || masks_.control.contains(id) || masks_.eog.contains(id)) return;
+    if (best < 0 || lg[id] > lg[best] || (lg[id] == lg[best] && id < best)) best = id;
+  };
+  const auto& index = tok_.prefix_index();
+  for (int32_t id : index.starting_with(heal_left)) consider(id);
+  index.for_each_prefix_of(heal_left, consider);
+  (void)opt;
+  return best;
+}
+
 // Appends a piece of text; with single_line, cuts it at a newline and returns
 // false (stop).
 bool Session::emit(std::string_view piece, bool single_line,
@@ -278,50 +524,87 @@ bool Session::emit(std::string_view piece, bool single_line,
   return go_on;
 }
 
-Status Session::generate(const SuggestOptions& opt, std::optional<Clock::time_point> end,
+// Produces up to max_tokens tokens: the first `reused` come from the chain
+// (no forward pass), the rest are decoded. Every chosen token is recorded in
+// the chain (the sequence always holds the prompt plus a prefix of it).
+Status Session::generate(const SuggestOptions& opt, std::optional<Clock::time_point> end, size_t reused,
                          const std::function<void(std::string_view)>& on_piece, Suggestion& s) {
   Sampler& smp = sampler_for(opt.sampling);
   const bool need_history = opt.sampling.repeat_penalty != 1.0f;
   history_.clear();
   if (need_history) history_.assign(prompt_.begin(), prompt_.end());
-  detok_.reset();
-  for (int i = 0; i < opt.max_tokens; ++i) {
-    if (i > 0) {  // feed the previous token: its logits give this one
-      if (cancel_.load()) {
-        s.cancelled = true;
-        break;
+  if (reused == 0) {
+    chain_.clear();
+    chain_start_ = prompt_.size();
+    chain_heal_ = heal_;
+  }
+  std::string_view heal_left = chain_heal_;
+  pending_.clear();
+  const int64_t base = static_cast<int64_t>(prompt_.size());
+  for (size_t i = 0; i < static_cast<size_t>(opt.max_tokens); ++i) {
+    int32_t id;
+    if (i < reused) {
+      id = chain_[i];
+    } else {
+      if (i > 0) {  // the logits after the previous token
+        const int64_t at = base + static_cast<int64_t>(i);  // sequence length once it is fed
+        if (!(seq_->n_past() == at && logits_at_ == at)) {
+          if (cancel_.load()) {
+            s.cancelled = true;
+            break;
+          }
+          if (at > seq_->n_ctx()) break;
+          const auto now = Clock::now();
+          if (end && now + std::chrono::duration<double, std::milli>(last_step_ms_) > *end) {
+            s.cut_by_deadline = true;
+            break;
+          }
+          logits_at_ = -1;
+          if (seq_->n_past() >= at) LAYA_TRY(eng_.truncate(*seq_, at - 1));
+          if (Status st = eng_.decode(*seq_, chain_[i - 1]); !st.ok()) {
+            return Status(st.code(), fmt::format("suggest: decode step {}: {}", i, st.message()));
+          }
+          logits_at_ = seq_->n_past();
+          last_step_ms_ = ms_since(now);
+          s.timings.decode_ms.push_back(last_step_ms_);
+        }
       }
-      if (seq_->n_past() >= seq_->n_ctx()) break;
-      const auto now = Clock::now();
-      if (end && now + std::chrono::duration<double, std::milli>(last_step_ms_) > *end) {
-        s.cut_by_deadline = true;
-        break;
-      }
-      logits_at_ = -1;
-      if (Status st = eng_.decode(*seq_, s.tokens.back()); !st.ok()) {
-        return Status(st.code(), fmt::format("suggest: decode step {}: {}", i, st.message()));
-      }
-      logits_at_ = seq_->n_past();
-      last_step_ms_ = ms_since(now);
-      s.timings.decode_ms.push_back(last_step_ms_);
+      id = pick(opt, smp, heal_left);
+      if (id < 0) break;
+      chain_.push_back(id);
     }
-    const int32_t id = smp.sample(seq_->logits(), history_);
     if (masks_.eog.contains(id) || masks_.control.contains(id)) break;  // control only when all are masked
     s.tokens.push_back(id);
     if (need_history) history_.push_back(id);
     const auto t0 = Clock::now();
-    const std::string piece = detok_.push(id);
+    const std::string& b = tok_.token_bytes(id);
+    const size_t skip = std::min(b.size(), heal_left.size());
+    heal_left = heal_advance(b, heal_left);
+    pending_.append(b, skip);
+    const size_t ready = pending_.size() - utf8::incomplete_tail(pending_);
     s.timings.detokenize_ms += ms_since(t0);
-    if (!emit(piece, opt.single_line, on_piece, s)) {
-      s.tokens.pop_back();  // its text is cut at the newline
-      break;
+    if (ready > 0) {
+      const bool go_on = emit(std::string_view(pending_).substr(0, ready), opt.single_line, on_piece, s);
+      pending_.erase(0, ready);
+      if (!go_on) {
+        s.tokens.pop_back();  // its text is cut at the newline
+        break;
+      }
     }
   }
-  // An incomplete character left at the end is not shown (detok_ holds it).
+  if (!reusable(opt.sampling)) drop_chain();
+  // An incomplete character left at the end is not shown (pending_ holds it).
   return Status::Ok();
 }
 
 Result<Suggestion> Session::suggest(const SuggestOptions& opt, const std::function<void(std::string_view)>& on_piece) {
+  Suggestion s;
+  LAYA_TRY(suggest_into(opt, &s, on_piece));
+  return s;
+}
+
+Status Session::suggest_into(const SuggestOptions& opt, Suggestion* out,
+                             const std::function<void(std::string_view)>& on_piece) {
   const auto start = Clock::now();
   // A cancel() after this call began must stop it, even one that came while
   // it waited for the lock; one before it began must not.
@@ -331,22 +614,38 @@ Result<Suggestion> Session::suggest(const SuggestOptions& opt, const std::functi
   if (cancel_epoch_.load() != epoch) cancel_.store(true);
   LAYA_TRY(check_options(opt));
   const std::optional<Clock::time_point> end = opt.deadline.end_for(start);
-  current_.emplace();
-  Suggestion& s = *current_;
+  Suggestion& s = current_;
+  s.clear();
+  has_current_ = false;
   const auto t0 = Clock::now();
-  build_prompt(opt.max_tokens);
+  Status st = update_window(opt.max_tokens, s);
+  if (st.ok() && fim_mid_ >= 0) st = build_suffix();
+  if (!st.ok()) {
+    win_dirty_ = true;
+    drop_chain();
+    return st;
+  }
+  build_prompt();
+  s.fim = prompt_.back() == fim_mid_ && fim_mid_ >= 0;
+  s.healed_bytes = heal_.size();
   s.timings.tokenize_ms = pending_tokenize_ms_ + ms_since(t0);
   pending_tokenize_ms_ = 0;
   if (!prompt_.empty()) {
-    Status st = prefill_prompt(s);
-    if (st.ok() && !s.cancelled) st = generate(opt, end, on_piece, s);
-    if (!st.ok()) {
-      current_.reset();  // nothing to accept; the sequence still holds a correct prefix
-      return st;
+    const size_t reused = reuse_chain(opt);
+    if (reused > 0) {
+      s.typed_through = static_cast<int>(reused);
+      s.timings.tokens_reused = static_cast<int64_t>(prompt_.size());
+    } else {
+      st = prefill_prompt(s);
     }
+    if (st.ok() && !s.cancelled) st = generate(opt, end, reused, on_piece, s);
+    if (!st.ok() || s.cancelled) drop_chain();
+    if (!st.ok()) return st;  // nothing to accept; the sequence still holds a correct prefix
   }
   s.timings.total_ms = ms_since(start);
-  return s;
+  has_current_ = true;
+  *out = s;  // copy-assignment reuses out's capacity
+  return Status::Ok();
 }
 
 }  // namespace laya

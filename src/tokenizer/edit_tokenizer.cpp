@@ -260,3 +260,14 @@ Status EditTokenizer::edit(size_t pos, size_t del, std::string_view ins) {
 }
 
 }  // namespace laya::tok
+
+namespace laya::tok {
+
+size_t EditTokenizer::last_piece_tokens() const {
+  if (ids_.empty()) return 0;
+  if (units_.empty()) return 1;
+  const Unit& u = units_.back();
+  return u.added ? 0 : u.n_tok;
+}
+
+}  // namespace laya::tok

@@ -13,8 +13,10 @@
 // GPT-2's byte↔unicode alphabet at load time, so decode() is a concatenation.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -55,6 +57,7 @@ struct Span {
 
 class PreTokenizer;
 class Normalizer;
+class TokenPrefixIndex;
 class BpeModel;
 
 class Tokenizer {
@@ -103,6 +106,16 @@ class Tokenizer {
   bool decode_strips_leading_space() const { return spm_decode_strip_; }
   // Longest special/added token in bytes (0 if none).
   size_t max_added_token_len() const { return max_added_len_; }
+  // Fill-in-the-middle markers found by their usual texts ("<|fim_prefix|>",
+  // "<fim_prefix>", "<PRE>", ...); -1 where the vocabulary has none.
+  struct FimTokens {
+    int32_t prefix = -1, suffix = -1, middle = -1;
+    bool complete() const { return prefix >= 0 && suffix >= 0 && middle >= 0; }
+  };
+  FimTokens fim_tokens() const;
+  // The vocabulary sorted by bytes (token healing); built on first use, shared
+  // by every user of this tokenizer; thread-safe.
+  const TokenPrefixIndex& prefix_index() const;
 
   // ---- building blocks of encode(), public for EditTokenizer ---------------------
   struct Fragment {
@@ -157,6 +170,8 @@ class Tokenizer {
   bool added_first_byte_[256] = {};
   size_t max_added_len_ = 0;
   std::vector<int32_t> prefix_ids_, suffix_ids_;  // post-processor template (HF)
+  mutable std::once_flag prefix_index_once_;
+  mutable std::unique_ptr<TokenPrefixIndex> prefix_index_;
   int32_t bos_id_ = -1, eos_id_ = -1, unk_id_ = -1, eot_id_ = -1, eom_id_ = -1;
   bool add_bos_ = false, add_eos_ = false;
   bool add_space_prefix_ = false;  // SPM (GGUF): a leading "▁" on every fragment that starts text / follows a special
@@ -186,6 +201,33 @@ class StreamingDetokenizer {
   bool at_start_ = true;
 };
 
+// The vocabulary sorted by token bytes, for token healing: which tokens start
+// with given bytes (one contiguous range of the sorted order, found by binary
+// search) and which tokens' bytes are a prefix of given bytes (one lookup per
+// prefix length). Control tokens and tokens with no bytes are left out. Built
+// once per tokenizer (about 1 ms per 10k tokens); lookups never allocate.
+class TokenPrefixIndex {
+ public:
+  explicit TokenPrefixIndex(const Tokenizer& tok);
+  // Ids whose bytes start with `prefix` (all indexed ids for an empty prefix).
+  std::span<const int32_t> starting_with(std::string_view prefix) const;
+  // Calls fn(id) for every id whose bytes are a non-empty proper-or-equal
+  // prefix of `bytes`.
+  template <class Fn>
+  void for_each_prefix_of(std::string_view bytes, Fn&& fn) const {
+    const size_t n = std::min(bytes.size(), max_len_);
+    for (size_t len = 1; len <= n; ++len) {
+      for (int32_t id : exact(bytes.substr(0, len))) fn(id);
+    }
+  }
+
+ private:
+  std::span<const int32_t> exact(std::string_view bytes) const;
+  const Tokenizer& tok_;
+  std::vector<int32_t> sorted_;
+  size_t max_len_ = 0;
+};
+
 // Incremental tokenization for typing. Holds the text and its ids; an edit
 // re-tokenizes only from the last stable pre-token boundary before it and stops
 // as soon as the new pre-token boundaries line up with the old ones. The ids
@@ -206,6 +248,10 @@ class EditTokenizer {
   // How many bytes the last edit re-tokenized (for tests / benchmarks).
   size_t last_retokenized_bytes() const { return last_bytes_; }
   bool last_was_full() const { return last_full_; }
+  // How many of the last ids belong to the text's last pre-token piece (the
+  // unit token healing takes back): 0 when the text ends with an added token,
+  // 1 when the pieces are unknown (no incremental state).
+  size_t last_piece_tokens() const;
 
  private:
   struct Unit {

@@ -1,4 +1,5 @@
 // laya replay [-m MODEL] TRACE.jsonl... [--fast] [--verify] [--json out.json] [--max-tokens 8] [-t N]
+//             [--no-heal] [--fim psm|spm|off] [--fim-suffix-tokens 32]
 // Plays typing traces (../shared/fixtures/traces/README.md) on one long-lived
 // Session per trace, as an editor would: after every event (insert, delete,
 // move, accept) it asks for a suggestion and records its latency and work.
@@ -16,12 +17,17 @@
 //                   there is nothing (more) to show.
 //   tokens_computed prompt tokens fed to the model by that suggest (the
 //                   session's prefill; decode steps not counted).
-//   free keystrokes on an `accept` event, the code points of the trace's
+//   free keystrokes events whose suggestion came with no forward pass before
+//                   its first piece: the user typed (or accepted) what the
+//                   previous suggestion predicted, and the session reused the
+//                   rest of it (Suggestion::typed_through > 0, no prefill).
+//   accepts         on an `accept` event, the code points of the trace's
 //                   `text` that the engine's own current suggestion predicted
-//                   (the common prefix of both): they are taken with
-//                   Session::accept, the rest of `text` is inserted, so the
-//                   document always equals the trace's. Typing through a
-//                   suggestion (scope item 5) is not counted in this slice.
+//                   (the common prefix of both) are taken with
+//                   Session::accept (accept_predicted_chars), the rest of
+//                   `text` is inserted, so the document always equals the
+//                   trace's.
+//   window moves    suggestions whose window moved (a larger prefill follows).
 //
 // The pace: by default each event waits until its t_ms after the start of the
 // trace; events are handled in order on this one thread, so a suggestion still
@@ -29,8 +35,9 @@
 // measured from the moment it is handed to the session). Asynchronous suggest
 // with cancel-on-edit, as an editor would drive it, is a later slice.
 //
-// --verify: after every event a fresh Session with the same text and cursor
-// computes the suggestion from scratch; different token ids are a mismatch.
+// --verify: after every event a fresh Session with the same options, text,
+// cursor and window computes the suggestion from scratch; different token ids
+// are a mismatch.
 // At the end the document's sha256 must equal the header's final_sha256.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -191,7 +198,8 @@ Result<Trace> load_trace(const std::string& path) {
 }
 
 struct Stats {
-  int64_t events = 0, mismatches = 0, free_keystrokes = 0, accepts = 0, accept_chars = 0;
+  int64_t events = 0, mismatches = 0, free_keystrokes = 0, accepts = 0, accept_chars = 0, accept_predicted = 0;
+  int64_t window_moves = 0, fim_events = 0, healed_events = 0;
   std::vector<double> suggest_ms, first_token_ms;
   std::vector<int64_t> computed;
   void add(const Stats& o) {
@@ -200,6 +208,10 @@ struct Stats {
     free_keystrokes += o.free_keystrokes;
     accepts += o.accepts;
     accept_chars += o.accept_chars;
+    accept_predicted += o.accept_predicted;
+    window_moves += o.window_moves;
+    fim_events += o.fim_events;
+    healed_events += o.healed_events;
     suggest_ms.insert(suggest_ms.end(), o.suggest_ms.begin(), o.suggest_ms.end());
     first_token_ms.insert(first_token_ms.end(), o.first_token_ms.begin(), o.first_token_ms.end());
     computed.insert(computed.end(), o.computed.begin(), o.computed.end());
@@ -235,7 +247,11 @@ json stats_json(const Stats& s, bool verify) {
       {"p50", percentile(s.computed, 0.5)}, {"p99", percentile(s.computed, 0.99)}, {"max", percentile(s.computed, 1.0)}};
   j["free_keystrokes"] = s.free_keystrokes;
   j["accept_events"] = s.accepts;
-  j["accept_chars"] = s.accept_chars;  // code points the accept events inserted (free_keystrokes is the predicted part)
+  j["accept_chars"] = s.accept_chars;          // code points the accept events inserted
+  j["accept_predicted_chars"] = s.accept_predicted;  // ... of them the engine's suggestion had predicted
+  j["window_moves"] = s.window_moves;
+  j["fim_events"] = s.fim_events;        // suggestions whose prompt held a suffix
+  j["healed_events"] = s.healed_events;  // suggestions with token healing
   return j;
 }
 
@@ -244,9 +260,10 @@ void print_stats(const std::string& name, const Stats& s, bool verify) {
     return fmt::format("p50 {:.3f} p90 {:.3f} p99 {:.3f} p99.9 {:.3f} max {:.3f}", percentile(v, 0.5), percentile(v, 0.9),
                        percentile(v, 0.99), percentile(v, 0.999), percentile(v, 1.0));
   };
-  fmt::print("{}: {} events{}, free keystrokes {} (of {} accepted chars in {} accepts)\n", name, s.events,
-             verify ? fmt::format(", {} mismatches", s.mismatches) : std::string(), s.free_keystrokes, s.accept_chars,
-             s.accepts);
+  fmt::print("{}: {} events{}, free keystrokes {}, window moves {}, FIM {}, healed {}; accepts {} ({} of {} chars "
+             "predicted)\n",
+             name, s.events, verify ? fmt::format(", {} mismatches", s.mismatches) : std::string(), s.free_keystrokes,
+             s.window_moves, s.fim_events, s.healed_events, s.accepts, s.accept_predicted, s.accept_chars);
   fmt::print("  suggest_ms      {}\n", ms(s.suggest_ms));
   fmt::print("  first_token_ms  {}\n", ms(s.first_token_ms));
   fmt::print("  tokens computed per event p50 {} p99 {} max {}\n", percentile(s.computed, 0.5),
@@ -255,11 +272,12 @@ void print_stats(const std::string& name, const Stats& s, bool verify) {
 
 class Replayer {
  public:
-  Replayer(Engine& eng, const tok::Tokenizer& tk, const SuggestOptions& opt, bool fast, bool verify)
-      : eng_(eng), tk_(tk), opt_(opt), fast_(fast), verify_(verify) {}
+  Replayer(Engine& eng, const tok::Tokenizer& tk, const SessionOptions& so, const SuggestOptions& opt, bool fast,
+           bool verify)
+      : eng_(eng), tk_(tk), so_(so), opt_(opt), fast_(fast), verify_(verify) {}
 
   Status run(const Trace& t, Stats* s) {
-    Session live(eng_, tk_);
+    Session live(eng_, tk_, so_);
     Clock::time_point first_piece;
     bool got_piece = false;
     // Built once: the callback only notes the first piece's time.
@@ -283,6 +301,10 @@ class Replayer {
       s->suggest_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
       s->first_token_ms.push_back(std::chrono::duration<double, std::milli>((got_piece ? first_piece : t1) - t0).count());
       s->computed.push_back(sug->timings.tokens_computed);
+      s->free_keystrokes += sug->typed_through > 0 && sug->timings.tokens_computed == 0;
+      s->window_moves += sug->window_moved;
+      s->fim_events += sug->fim;
+      s->healed_events += sug->healed_bytes > 0;
       if (verify_) {
         LAYA_ASSIGN_OR_RETURN(bool same, same_as_fresh(live, *sug, where));
         if (!same) ++s->mismatches;
@@ -311,15 +333,16 @@ class Replayer {
     if (k > 0) LAYA_TRY(s.accept(k));
     ++st->accepts;
     st->accept_chars += static_cast<int64_t>(cp_count(e.text));
-    st->free_keystrokes += static_cast<int64_t>(k);
+    st->accept_predicted += static_cast<int64_t>(k);
     const std::string_view rest = std::string_view(e.text).substr(cp_bytes(e.text, k));
     return rest.empty() ? Status::Ok() : s.edit(s.cursor(), 0, rest);
   }
 
   Result<bool> same_as_fresh(const Session& live, const Suggestion& a, const std::string& where) {
-    Session fresh(eng_, tk_);
+    Session fresh(eng_, tk_, so_);
     Status st = fresh.set_text(live.text());
     if (st.ok()) st = fresh.move(live.cursor());
+    if (st.ok()) st = fresh.pin_window(live.window_start());
     if (!st.ok()) return Status(st.code(), fmt::format("{}: --verify: {}", where, st.message()));
     auto b = fresh.suggest(opt_);
     if (!b.ok()) return Status(b.status().code(), fmt::format("{}: --verify: {}", where, b.status().message()));
@@ -330,6 +353,7 @@ class Replayer {
 
   Engine& eng_;
   const tok::Tokenizer& tk_;
+  SessionOptions so_;
   SuggestOptions opt_;
   bool fast_, verify_;
 };
@@ -357,6 +381,13 @@ int cmd_replay(int argc, char** argv) {
   app.add_option("--json", json_path, "write the results as JSON to this file");
   app.add_option("--max-tokens", max_tokens, "tokens per suggestion")->check(CLI::Range(1, 64));
   app.add_option("--max-ctx", max_ctx, "context cap in tokens (and the model's own)")->check(CLI::Range(64, 1 << 20));
+  SessionOptions so;
+  bool no_heal = false;
+  std::string fim = "psm";
+  app.add_flag("--no-heal", no_heal, "no token healing");
+  app.add_option("--fim", fim, "fill-in-the-middle prompt order where the model has FIM tokens: psm, spm or off")
+      ->check(CLI::IsMember({"psm", "spm", "off"}));
+  app.add_option("--fim-suffix-tokens", so.fim_suffix_tokens, "bound of the suffix in tokens")->check(CLI::Range(1, 512));
   EngineFlags flags;
   flags.add_to(app, false);
   CLI11_PARSE(app, argc, argv);
@@ -378,7 +409,9 @@ int cmd_replay(int argc, char** argv) {
   warn("replay", (*e)->memory_lock_note());
   SuggestOptions opt;
   opt.max_tokens = max_tokens;
-  Replayer rp(**e, *tk, opt, fast, verify);
+  so.heal = !no_heal;
+  so.fim = fim == "spm" ? FimOrder::kSpm : fim == "off" ? FimOrder::kOff : FimOrder::kPsm;
+  Replayer rp(**e, *tk, so, opt, fast, verify);
   Stats all;
   json per = json::object();
   for (const Trace& t : traces) {
@@ -395,6 +428,9 @@ int cmd_replay(int argc, char** argv) {
     out["model"] = flags.model_path;
     out["max_tokens"] = max_tokens;
     out["paced"] = !fast;
+    out["token_healing"] = so.heal;
+    out["fim"] = fim;
+    out["fim_suffix_tokens"] = so.fim_suffix_tokens;
     out["traces"] = per;
     if (Status st = write_json(json_path, out); !st.ok()) return report_error("replay", st);
   }
