@@ -635,6 +635,23 @@ TEST(SessionCApi, EditSuggestAcceptCancel) {
   laya_session_cancel(s);
   laya_session_cancel(nullptr);
   laya_session_free(s);
+  // Options: defaults round-trip, bad values are named, FIM/healing off works.
+  laya_session_options o;
+  laya_session_options_default(&o);
+  EXPECT_EQ(o.heal, 1);
+  EXPECT_EQ(o.fim, LAYA_FIM_PSM);
+  o.fim_suffix_tokens = 0;
+  EXPECT_EQ(laya_session_new_with_options(e, t, &o, &s), LAYA_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(laya_last_error()).find("fim_suffix_tokens"), std::string::npos) << laya_last_error();
+  laya_session_options_default(&o);
+  o.fim = static_cast<laya_fim_order>(7);
+  EXPECT_EQ(laya_session_new_with_options(e, t, &o, &s), LAYA_INVALID_ARGUMENT);
+  o.fim = LAYA_FIM_OFF;
+  o.heal = 0;
+  ASSERT_EQ(laya_session_new_with_options(e, t, &o, &s), LAYA_OK) << laya_last_error();
+  ASSERT_EQ(laya_session_set_text(s, text.data(), text.size()), LAYA_OK);
+  ASSERT_EQ(laya_session_suggest(s, 8, 0, 0, buf, sizeof buf, &len), LAYA_OK) << laya_last_error();
+  laya_session_free(s);
   laya_tokenizer_free(t);
   laya_engine_free(e);
   laya_model_free(m);

@@ -112,6 +112,25 @@ laya_status laya_detokenize(const laya_tokenizer* tok, const int32_t* ids, int64
  * may call while laya_session_suggest() runs elsewhere. LAYA_INVALID_ARGUMENT
  * for a NULL handle; LAYA_OUT_OF_MEMORY when the session cannot be made. */
 laya_status laya_session_new(laya_engine* engine, const laya_tokenizer* tok, laya_session** out);
+/* How a session builds its prompts (see src/session/session.h). */
+typedef enum {
+  LAYA_FIM_PSM = 0, /* prefix, then the suffix: the order the default model learned */
+  LAYA_FIM_SPM = 1, /* suffix first: typing at the cursor keeps the suffix cached */
+  LAYA_FIM_OFF = 2  /* the text before the cursor only */
+} laya_fim_order;
+typedef struct laya_session_options {
+  int heal;               /* token healing: the word cut by the cursor is re-generated (default 1) */
+  laya_fim_order fim;     /* used where the model has FIM tokens and the suffix is not blank */
+  int fim_suffix_tokens;  /* bound of the suffix (default 32, >= 1) */
+  int fim_suffix_lines;   /* lines after the cursor looked at (default 4, >= 1) */
+  int64_t context_tokens; /* prompt tokens (0: the engine's context) */
+} laya_session_options;
+/* Fills *opt with the defaults (what laya_session_new uses). */
+void laya_session_options_default(laya_session_options* opt);
+/* laya_session_new with options; LAYA_INVALID_ARGUMENT (naming the field) for
+ * an out-of-range one. */
+laya_status laya_session_new_with_options(laya_engine* engine, const laya_tokenizer* tok,
+                                          const laya_session_options* opt, laya_session** out);
 void laya_session_free(laya_session* session);
 /* Replaces the whole text with len bytes of UTF-8; the cursor goes to its end.
  * LAYA_INVALID_ARGUMENT for text that is not valid UTF-8. */
@@ -128,8 +147,7 @@ laya_status laya_session_move(laya_session* session, size_t pos);
  * (their tokens are already cached). LAYA_INVALID_ARGUMENT when there is no
  * suggestion (an edit or move drops it); LAYA_OUT_OF_RANGE when it is shorter. */
 laya_status laya_session_accept(laya_session* session, size_t n_chars);
-/* A greedy suggestion of up to max_tokens tokens for the text before the
- * cursor, into buf (cap bytes, NUL-terminated when it fits; *len_out is its
+/* A greedy suggestion of up to max_tokens tokens at the cursor, into buf (cap bytes, NUL-terminated when it fits; *len_out is its
  * length without the NUL). single_line != 0 stops at the end of the line.
  * deadline_ms > 0 is a latency budget from the call: no decode step is started
  * that would overrun it, and what exists is returned with LAYA_OK.

@@ -27,6 +27,7 @@ struct laya_tokenizer {
 };
 struct laya_session {
   std::unique_ptr<laya::Session> s;
+  laya::Suggestion last;  // reused by every suggest (no allocation once warm)
 };
 
 namespace {
@@ -187,9 +188,41 @@ laya_status laya_detokenize(const laya_tokenizer* tok, const int32_t* ids, int64
 }
 
 laya_status laya_session_new(laya_engine* engine, const laya_tokenizer* tok, laya_session** out) {
-  if (!engine || !tok || !out) return invalid("laya_session_new: engine, tok and out must not be NULL");
+  laya_session_options o;
+  laya_session_options_default(&o);
+  return laya_session_new_with_options(engine, tok, &o, out);
+}
+
+void laya_session_options_default(laya_session_options* opt) {
+  if (!opt) return;
+  const laya::SessionOptions d;
+  opt->heal = d.heal ? 1 : 0;
+  opt->fim = d.fim == laya::FimOrder::kSpm ? LAYA_FIM_SPM : d.fim == laya::FimOrder::kOff ? LAYA_FIM_OFF : LAYA_FIM_PSM;
+  opt->fim_suffix_tokens = d.fim_suffix_tokens;
+  opt->fim_suffix_lines = d.fim_suffix_lines;
+  opt->context_tokens = d.context_tokens;
+}
+
+laya_status laya_session_new_with_options(laya_engine* engine, const laya_tokenizer* tok,
+                                          const laya_session_options* opt, laya_session** out) {
+  if (!engine || !tok || !opt || !out) return invalid("laya_session_new: engine, tok, options and out must not be NULL");
+  laya::SessionOptions so;
+  so.heal = opt->heal != 0;
+  switch (opt->fim) {
+    case LAYA_FIM_PSM: so.fim = laya::FimOrder::kPsm; break;
+    case LAYA_FIM_SPM: so.fim = laya::FimOrder::kSpm; break;
+    case LAYA_FIM_OFF: so.fim = laya::FimOrder::kOff; break;
+    default: return invalid("laya_session_new: options.fim must be LAYA_FIM_PSM, LAYA_FIM_SPM or LAYA_FIM_OFF");
+  }
+  if (opt->fim_suffix_tokens < 1 || opt->fim_suffix_tokens > 4096)
+    return invalid("laya_session_new: options.fim_suffix_tokens must be in [1, 4096]");
+  if (opt->fim_suffix_lines < 1) return invalid("laya_session_new: options.fim_suffix_lines must be >= 1");
+  if (opt->context_tokens < 0) return invalid("laya_session_new: options.context_tokens must be >= 0");
+  so.fim_suffix_tokens = opt->fim_suffix_tokens;
+  so.fim_suffix_lines = opt->fim_suffix_lines;
+  so.context_tokens = opt->context_tokens;
   return guarded("laya_session_new: out of memory", [&] {
-    *out = new laya_session{std::make_unique<laya::Session>(*engine->e, *tok->t)};
+    *out = new laya_session{std::make_unique<laya::Session>(*engine->e, *tok->t, so), {}};
     return set(laya::Status::Ok());
   });
 }
@@ -227,8 +260,8 @@ laya_status laya_session_suggest(laya_session* session, int max_tokens, int sing
     o.max_tokens = max_tokens;
     o.single_line = single_line != 0;
     if (deadline_ms > 0) o.deadline = std::chrono::duration<double, std::milli>(deadline_ms);
-    auto r = session->s->suggest(o);
-    if (!r.ok()) return set(r.status());
+    laya::Suggestion* r = &session->last;
+    if (laya::Status st = session->s->suggest_into(o, r); !st.ok()) return set(st);
     const std::string& text = r->text;
     *len_out = text.size();
     if (cap <= text.size()) {
