@@ -435,7 +435,7 @@ size_t Session::reuse_chain(const SuggestOptions& opt) {
   chain_start_ = m;
   chain_heal_ = heal_;
   if (seq_->n_past() > static_cast<int64_t>(m + v)) {
-    if (!eng_.truncate(*seq_, static_cast<int64_t>(m + v)).ok()) {
+    if (!truncate_to(static_cast<int64_t>(m + v)).ok()) {
       drop_chain();
       return 0;
     }
@@ -458,6 +458,14 @@ Status Session::prefill_prompt(Suggestion& s) {
     s.timings.tokens_reused = static_cast<int64_t>(common);
     return Status::Ok();
   }
+  if (common == prompt_.size() && saved_at_ == static_cast<int64_t>(common)) {
+    // The same prompt as a suggestion ago (typing inside a healed word that
+    // left the model's path): its logits were kept, the generated tokens go.
+    LAYA_TRY(truncate_to(static_cast<int64_t>(common)));
+    first_logits_ = saved_logits_.data();
+    s.timings.tokens_reused = static_cast<int64_t>(common);
+    return Status::Ok();
+  }
   if (common == prompt_.size()) --common;
   s.timings.tokens_reused = static_cast<int64_t>(common);
   logits_at_ = -1;
@@ -465,6 +473,7 @@ Status Session::prefill_prompt(Suggestion& s) {
     s.cancelled = true;
     return Status::Ok();
   }
+  if (static_cast<int64_t>(common) < saved_at_) saved_at_ = -1;  // the prefill cuts what the saved logits followed
   const std::span<const int32_t> rest(prompt_.data() + common, prompt_.size() - common);
   Status st = eng_.prefill(*seq_, rest, static_cast<int64_t>(common), nullptr, &cancel_);
   s.timings.tokens_computed = std::max<int64_t>(0, seq_->n_past() - static_cast<int64_t>(common));
@@ -475,7 +484,18 @@ Status Session::prefill_prompt(Suggestion& s) {
   }
   if (!st.ok()) return Status(st.code(), fmt::format("suggest: prefill of {} tokens: {}", rest.size(), st.message()));
   logits_at_ = seq_->n_past();
+  // Kept for the next keystroke (32 KB for the default model; a copy costs
+  // microseconds, the forward pass it saves ~0.6 ms).
+  saved_logits_.assign(seq_->logits(), seq_->logits() + eng_.n_vocab());
+  saved_at_ = logits_at_;
   return Status::Ok();
+}
+
+// Cuts the sequence back to n tokens; logits kept for a longer prefix are stale.
+Status Session::truncate_to(int64_t n) {
+  if (n < saved_at_) saved_at_ = -1;
+  if (n < seq_->n_past()) logits_at_ = -1;
+  return eng_.truncate(*seq_, n);
 }
 
 Sampler& Session::sampler_for(const SamplerParams& p) {
@@ -494,7 +514,8 @@ Sampler& Session::sampler_for(const SamplerParams& p) {
 // the choice among them is the greedy one whatever the sampling options: the
 // healed bytes are the user's, not the model's to vary. -1: nothing allowed.
 int32_t Session::pick(const SuggestOptions& opt, Sampler& smp, std::string_view heal_left) {
-  const float* lg = seq_->logits();
+  const float* lg = first_logits_ ? first_logits_ : seq_->logits();
+  first_logits_ = nullptr;
   if (heal_left.empty()) return smp.sample(lg, history_);
   int32_t best = -1;
   auto consider = [&](int32_t id) {
@@ -560,7 +581,7 @@ Status Session::generate(const SuggestOptions& opt, std::optional<Clock::time_po
             break;
           }
           logits_at_ = -1;
-          if (seq_->n_past() >= at) LAYA_TRY(eng_.truncate(*seq_, at - 1));
+          if (seq_->n_past() >= at) LAYA_TRY(truncate_to(at - 1));
           if (Status st = eng_.decode(*seq_, chain_[i - 1]); !st.ok()) {
             return Status(st.code(), fmt::format("suggest: decode step {}: {}", i, st.message()));
           }
@@ -617,6 +638,7 @@ Status Session::suggest_into(const SuggestOptions& opt, Suggestion* out,
   Suggestion& s = current_;
   s.clear();
   has_current_ = false;
+  first_logits_ = nullptr;
   const auto t0 = Clock::now();
   Status st = update_window(opt.max_tokens, s);
   if (st.ok() && fim_mid_ >= 0) st = build_suffix();
