@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build laya_tests with AddressSanitizer + UndefinedBehaviorSanitizer
 # (-DLAYA_SANITIZE=ON, the default compiler: gcc is fine) in a separate build
-# directory and run the file-format, tokenizer, KV pool, attention and session tests
+# directory and run the file-format, tokenizer, KV pool, attention, session and scheduler tests
 # under it (not the fixture-trace replay: ~8 min under ASan on 2 cores).
 #
 #   tools/ci/sanitize.sh
@@ -10,7 +10,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build-asan}"
-FILTER="${FILTER:-Gguf*:Safetensors*:Tokenizer*:KvBlockPool*:EngineKv*:KernelAttention*:Session*:-SessionIncremental.FixtureTracesEqualFromScratch}"
+FILTER="${FILTER:-Gguf*:Safetensors*:Tokenizer*:KvBlockPool*:EngineKv*:KernelAttention*:Session*:SuggestScheduler*:-SessionIncremental.FixtureTracesEqualFromScratch}"
 JOBS="${JOBS:-$(nproc)}"
 
 cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

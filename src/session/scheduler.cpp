@@ -1,0 +1,205 @@
+#include "session/scheduler.h"
+
+#include <utility>
+
+#ifdef __linux__
+#include <pthread.h>
+#endif
+
+namespace laya {
+
+const char* to_string(SuggestOutcome o) {
+  switch (o) {
+    case SuggestOutcome::kDone: return "done";
+    case SuggestOutcome::kCancelled: return "cancelled";
+    case SuggestOutcome::kDropped: return "dropped";
+    case SuggestOutcome::kError: return "error";
+  }
+  return "?";
+}
+
+SuggestScheduler::SuggestScheduler(const SchedulerOptions& opt) : opt_(opt) {
+  piece_fn_ = [this](std::string_view piece) {
+    // Session::suggest ignores a cancel() made before it began (the one for
+    // the previous keystroke must not stop this one), so a cancel that lands
+    // between the worker taking the request and suggest starting is only seen
+    // here, at the first piece. Pieces of a cancelled request are stale: not
+    // passed on.
+    if (running_cancelled_.load(std::memory_order_acquire)) {
+      running_.session->cancel();
+      return;
+    }
+    if (running_.cb.on_piece) running_.cb.on_piece(running_.ticket, piece);
+  };
+  worker_ = std::thread([this] { worker_loop(); });
+#ifdef __linux__
+  pthread_setname_np(worker_.native_handle(), "laya-suggest");  // for profilers and debuggers
+#endif
+}
+
+SuggestScheduler::~SuggestScheduler() {
+  Request dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    take_pending_locked(dropped);
+    cancel_running_locked();
+  }
+  work_cv_.notify_all();
+  idle_cv_.notify_all();
+  drop(dropped);
+  worker_.join();
+  // A callback (the drop above, or an on_done on the worker) may have
+  // submitted after stop_: that request never runs either.
+  Request late;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    take_pending_locked(late);
+  }
+  drop(late);
+}
+
+void SuggestScheduler::take_pending_locked(Request& out) {
+  out.ticket = std::exchange(pending_.ticket, 0);
+  out.session = std::exchange(pending_.session, nullptr);
+  out.opt = pending_.opt;  // plain values: no allocation
+  // Swapped, not copied: no allocation, and the slot is left empty.
+  out.cb.on_piece.swap(pending_.cb.on_piece);
+  out.cb.on_done.swap(pending_.cb.on_done);
+}
+
+void SuggestScheduler::cancel_running_locked() {
+  if (running_.ticket == 0) return;
+  running_cancelled_.store(true, std::memory_order_release);
+  running_.session->cancel();  // only sets a flag: stops within one decode step or prefill chunk
+}
+
+void SuggestScheduler::drop(Request& r) {
+  if (r.ticket == 0 || !r.cb.on_done) return;
+  SuggestDone d;
+  d.ticket = r.ticket;
+  d.outcome = SuggestOutcome::kDropped;
+  d.session = r.session;
+  r.cb.on_done(d);
+}
+
+uint64_t SuggestScheduler::submit(Session& s, const SuggestOptions& opt, SuggestCallbacks cb) {
+  Request dropped;
+  uint64_t ticket = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ticket = next_ticket_++;
+    take_pending_locked(dropped);  // newest wins: the slot holds one request, never a queue
+    pending_.ticket = ticket;
+    pending_.session = &s;
+    pending_.opt = opt;
+    pending_.cb.on_piece.swap(cb.on_piece);
+    pending_.cb.on_done.swap(cb.on_done);
+    if (opt_.preempt_other_sessions || running_.session == &s) cancel_running_locked();
+  }
+  work_cv_.notify_one();
+  drop(dropped);
+  return ticket;
+}
+
+bool SuggestScheduler::cancel(uint64_t ticket) {
+  if (ticket == 0) return false;
+  Request dropped;
+  bool found = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pending_.ticket == ticket) {
+      take_pending_locked(dropped);
+      found = true;
+    } else if (running_.ticket == ticket) {
+      cancel_running_locked();
+      found = true;
+    }
+  }
+  idle_cv_.notify_all();  // an emptied slot may make the scheduler idle
+  drop(dropped);
+  return found;
+}
+
+void SuggestScheduler::cancel_session(Session& s) {
+  Request dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (pending_.session == &s) take_pending_locked(dropped);
+    if (running_.session == &s) cancel_running_locked();
+  }
+  idle_cv_.notify_all();
+  drop(dropped);
+}
+
+void SuggestScheduler::forget(Session& s) {
+  Request dropped;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (pending_.session == &s) take_pending_locked(dropped);
+    if (running_.session == &s) {
+      cancel_running_locked();
+      // On the worker thread this is an on_done: suggest has returned and
+      // the worker touches the session no more, and waiting would deadlock.
+      if (std::this_thread::get_id() != worker_.get_id()) {
+        idle_cv_.wait(lock, [&] { return running_.session != &s; });
+      }
+    }
+  }
+  idle_cv_.notify_all();
+  drop(dropped);
+}
+
+void SuggestScheduler::wait_idle() {
+  if (std::this_thread::get_id() == worker_.get_id()) return;  // would wait for itself
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [&] { return pending_.ticket == 0 && running_.ticket == 0; });
+}
+
+void SuggestScheduler::worker_loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    work_cv_.wait(lock, [&] { return stop_ || pending_.ticket != 0; });
+    if (stop_) return;  // the destructor drops what is pending
+    // pending_ -> running_ in one locked step, so wait_idle never sees both
+    // empty while a request is outstanding.
+    take_pending_locked(running_);
+    running_cancelled_.store(false, std::memory_order_relaxed);
+    lock.unlock();
+    run_one();
+    // Only the worker reads running_.cb: cleared unlocked, so a callable's
+    // destructor may call into the scheduler.
+    running_.cb.on_piece = nullptr;
+    running_.cb.on_done = nullptr;
+    lock.lock();
+    running_.ticket = 0;
+    running_.session = nullptr;
+    idle_cv_.notify_all();
+  }
+}
+
+void SuggestScheduler::run_one() {
+  SuggestDone d;
+  d.ticket = running_.ticket;
+  d.session = running_.session;
+  if (running_cancelled_.load(std::memory_order_acquire)) {
+    // Superseded between the slot and the start: nothing was computed.
+    d.outcome = SuggestOutcome::kDropped;
+    if (running_.cb.on_done) running_.cb.on_done(d);
+    return;
+  }
+  Result<Suggestion> res = running_.session->suggest(running_.opt, piece_fn_);
+  if (!res.ok()) {
+    d.outcome = SuggestOutcome::kError;
+    d.status = res.status();
+  } else {
+    d.suggestion = &res.value();
+    // A request superseded while it ran is stale even when it happened to
+    // finish: its result is not to be shown.
+    const bool stopped = res->cancelled || running_cancelled_.load(std::memory_order_acquire);
+    d.outcome = stopped ? SuggestOutcome::kCancelled : SuggestOutcome::kDone;
+  }
+  if (running_.cb.on_done) running_.cb.on_done(d);
+}
+
+}  // namespace laya

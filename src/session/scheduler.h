@@ -1,0 +1,139 @@
+// SuggestScheduler: one engine, many sessions, one suggestion at a time.
+//
+// An editor calls submit() on its input thread after each keystroke and
+// returns at once; one worker thread (made by the constructor, never per
+// request) runs Session::suggest, which uses all of the engine's threads.
+//
+// Newest wins. There is one user with one cursor, so only the suggestion for
+// the newest keystroke is ever shown: an older one is wasted work that would
+// delay it. So there is no queue, only one pending slot: a submit replaces the
+// pending request (the replaced one ends `kDropped`) and cancels the running
+// one (it ends `kCancelled` within one decode step or one prefill chunk) —
+// by default even when it belongs to another session (a keystroke in file B
+// makes file A's suggestion stale too: the user has moved on).
+//
+// Lifetime: a Session must outlive every request submitted for it. Before
+// destroying a session, call forget(session): it drops and cancels its
+// requests and returns once the worker no longer uses it.
+//
+// Callbacks: on_piece and the on_done of a request that ran (kDone,
+// kCancelled, kError) are called on the worker thread; the on_done of a
+// dropped request is called on the thread that dropped it (the one calling
+// submit / cancel / cancel_session / forget / the destructor), after the
+// scheduler's lock is released, so it may call submit(). Every ticket gets
+// exactly one on_done. Callbacks must not throw, and on_piece must not edit
+// its session (the session's lock is held) nor call forget / wait_idle.
+//
+// Allocation: the pending and running slots are reused; a submit copies the
+// options (no heap) and moves the callbacks in (no heap). std::function keeps
+// a small callable (libstdc++: trivially copyable, at most 16 bytes — a lambda
+// capturing one or two pointers or references) inline; a larger one is put on
+// the heap when the caller builds the Callbacks, not by the scheduler.
+// Session::suggest's own result still allocates (its text and token vector).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string_view>
+#include <thread>
+
+#include "core/status.h"
+#include "session/session.h"
+
+namespace laya {
+
+struct SchedulerOptions {
+  // A submit always cancels a running request on the same session (its text
+  // is out of date). true: it also cancels one on another session (one user:
+  // the newest keystroke wins everywhere). false: a request on another
+  // session runs to its end first (the pending slot still keeps only the
+  // newest).
+  bool preempt_other_sessions = true;
+};
+
+enum class SuggestOutcome {
+  kDone,       // the suggestion is complete (max_tokens, end of line or text, deadline)
+  kCancelled,  // stopped (or superseded) after it started; `suggestion` holds what was computed
+  kDropped,    // superseded or cancelled before it started: nothing was computed
+  kError,      // Session::suggest failed: `status` says why
+};
+
+const char* to_string(SuggestOutcome o);
+
+// What on_done receives; valid only during the call (copy what you keep).
+struct SuggestDone {
+  uint64_t ticket = 0;
+  SuggestOutcome outcome = SuggestOutcome::kDropped;
+  Session* session = nullptr;
+  const Suggestion* suggestion = nullptr;  // kDone and kCancelled; nullptr otherwise
+  Status status;                           // kError: the error; Ok otherwise
+};
+
+struct SuggestCallbacks {
+  std::function<void(uint64_t ticket, std::string_view piece)> on_piece;  // optional
+  std::function<void(const SuggestDone&)> on_done;                        // optional
+};
+
+class SuggestScheduler {
+ public:
+  explicit SuggestScheduler(const SchedulerOptions& opt = {});
+  // Cancels the running request, drops the pending one (its on_done is
+  // called here), waits for the worker to finish and joins it.
+  ~SuggestScheduler();
+  SuggestScheduler(const SuggestScheduler&) = delete;
+  SuggestScheduler& operator=(const SuggestScheduler&) = delete;
+
+  // Asks for a suggestion for `s` at its current text and cursor (as they are
+  // when the worker starts it). Returns its ticket (> 0, increasing). Never
+  // waits for a running suggestion. Options are checked by Session::suggest:
+  // bad ones end kError.
+  uint64_t submit(Session& s, const SuggestOptions& opt, SuggestCallbacks cb);
+
+  // Drops the request if pending, cancels it if running. false: the ticket is
+  // neither (finished, dropped or unknown). Never blocks on the worker.
+  bool cancel(uint64_t ticket);
+  // The same for whatever request `s` has. Never blocks on the worker.
+  void cancel_session(Session& s);
+  // Drops and cancels `s`'s requests, and waits until the worker no longer
+  // uses `s` (its on_done has returned), so it may be destroyed. From an
+  // on_done on the worker thread it does not wait (the worker is done with
+  // the session by then); never call it from on_piece.
+  void forget(Session& s);
+  // Waits until nothing is pending or running (tests, shutdown). Not from a
+  // callback on the worker thread (it returns at once there).
+  void wait_idle();
+
+ private:
+  struct Request {
+    uint64_t ticket = 0;  // 0: the slot is empty
+    Session* session = nullptr;
+    SuggestOptions opt;
+    SuggestCallbacks cb;
+  };
+
+  void worker_loop();
+  void run_one();  // runs running_ (the lock not held)
+  // Empties pending_ into `out` (callbacks moved, no allocation) under mu_.
+  void take_pending_locked(Request& out);
+  void cancel_running_locked();
+  static void drop(Request& r);  // calls on_done(kDropped); the lock not held
+
+  const SchedulerOptions opt_;
+  std::mutex mu_;
+  std::condition_variable work_cv_;  // pending_ filled or stop_
+  std::condition_variable idle_cv_;  // running_ emptied
+  Request pending_;                  // the newest request not yet started
+  Request running_;                  // written under mu_ by the worker only; read by it unlocked
+  std::atomic<bool> running_cancelled_{false};
+  uint64_t next_ticket_ = 1;
+  bool stop_ = false;
+  // Made once: forwards running_'s pieces (a member, so suggest() gets the
+  // same small std::function every time).
+  std::function<void(std::string_view)> piece_fn_;
+  std::thread worker_;  // last: started after everything above is built
+};
+
+}  // namespace laya
