@@ -29,11 +29,17 @@
 //                   trace's.
 //   window moves    suggestions whose window moved (a larger prefill follows).
 //
-// The pace: by default each event waits until its t_ms after the start of the
-// trace; events are handled in order on this one thread, so a suggestion still
-// running when the next event is due delays that event (its latency is still
-// measured from the moment it is handed to the session). Asynchronous suggest
-// with cancel-on-edit, as an editor would drive it, is a later slice.
+// The pace: by default each event is handed to the session at its t_ms after
+// the start of the trace, and the suggestion is asked for asynchronously
+// through a SuggestScheduler, as an editor drives it: an event that comes
+// while the previous suggestion runs cancels it (the edit stops it within one
+// decode step) and its suggestion is never shown ("superseded"); suggest_ms
+// and first_token_ms are over the suggestions that completed. An accept takes
+// the newest suggestion only when it had completed (the user saw it).
+// --fast hands each event over as soon as the previous suggestion is complete
+// (synchronously, nothing superseded); --verify also runs synchronously, at
+// the recorded pace unless --fast, since a check needs the text each
+// suggestion was made for.
 //
 // --verify: after every event a fresh Session with the same options, text,
 // cursor and window computes the suggestion from scratch; different token ids
@@ -56,6 +62,7 @@
 #include "core/json.h"
 #include "core/sha256.h"
 #include "engine/engine.h"
+#include "session/scheduler.h"
 #include "session/session.h"
 #include "tokenizer/tokenizer.h"
 
@@ -199,7 +206,7 @@ Result<Trace> load_trace(const std::string& path) {
 
 struct Stats {
   int64_t events = 0, mismatches = 0, free_keystrokes = 0, accepts = 0, accept_chars = 0, accept_predicted = 0;
-  int64_t window_moves = 0, fim_events = 0, healed_events = 0;
+  int64_t window_moves = 0, fim_events = 0, healed_events = 0, superseded = 0;
   std::vector<double> suggest_ms, first_token_ms;
   std::vector<int64_t> computed;
   void add(const Stats& o) {
@@ -212,6 +219,7 @@ struct Stats {
     window_moves += o.window_moves;
     fim_events += o.fim_events;
     healed_events += o.healed_events;
+    superseded += o.superseded;
     suggest_ms.insert(suggest_ms.end(), o.suggest_ms.begin(), o.suggest_ms.end());
     first_token_ms.insert(first_token_ms.end(), o.first_token_ms.begin(), o.first_token_ms.end());
     computed.insert(computed.end(), o.computed.begin(), o.computed.end());
@@ -252,6 +260,7 @@ json stats_json(const Stats& s, bool verify) {
   j["window_moves"] = s.window_moves;
   j["fim_events"] = s.fim_events;        // suggestions whose prompt held a suffix
   j["healed_events"] = s.healed_events;  // suggestions with token healing
+  j["superseded"] = s.superseded;  // at the recorded pace: suggestions cancelled or dropped by the next event
   return j;
 }
 
@@ -264,6 +273,7 @@ void print_stats(const std::string& name, const Stats& s, bool verify) {
              "predicted)\n",
              name, s.events, verify ? fmt::format(", {} mismatches", s.mismatches) : std::string(), s.free_keystrokes,
              s.window_moves, s.fim_events, s.healed_events, s.accepts, s.accept_predicted, s.accept_chars);
+  if (s.superseded > 0) fmt::print("  superseded by the next event: {}\n", s.superseded);
   fmt::print("  suggest_ms      {}\n", ms(s.suggest_ms));
   fmt::print("  first_token_ms  {}\n", ms(s.first_token_ms));
   fmt::print("  tokens computed per event p50 {} p99 {} max {}\n", percentile(s.computed, 0.5),
@@ -277,6 +287,7 @@ class Replayer {
       : eng_(eng), tk_(tk), so_(so), opt_(opt), fast_(fast), verify_(verify) {}
 
   Status run(const Trace& t, Stats* s) {
+    if (!fast_ && !verify_) return run_async(t, s);
     Session live(eng_, tk_, so_);
     Clock::time_point first_piece;
     bool got_piece = false;
@@ -318,9 +329,105 @@ class Replayer {
   }
 
  private:
+  // What the scheduler's callbacks record for one event (worker thread).
+  struct EventRecord {
+    Clock::time_point handed, first_piece, done;
+    bool got_piece = false, finished = false;
+    SuggestOutcome outcome = SuggestOutcome::kDropped;
+    int64_t computed = 0;
+    bool free = false, window_moved = false, fim = false, healed = false;
+    std::string text;  // a completed suggestion's text (for a following accept)
+    Status status;
+  };
+
+  // At the recorded pace, asynchronously: see the top of this file.
+  Status run_async(const Trace& t, Stats* s) {
+    Session live(eng_, tk_, so_);
+    SuggestScheduler sched;
+    std::vector<EventRecord> rec(t.events.size());
+    std::mutex mu;  // guards rec between the worker's callbacks and this thread
+    size_t newest = 0;
+    const auto start = Clock::now();
+    for (size_t i = 0; i < t.events.size(); ++i) {
+      const Event& e = t.events[i];
+      std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(
+                                                std::chrono::duration<double, std::milli>(e.t_ms)));
+      const auto t0 = Clock::now();
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        rec[i].handed = t0;
+      }
+      // An accept can take only a suggestion that had completed: the newest
+      // one, if it is done (the editor showed it).
+      std::optional<std::string> shown;
+      if (e.op == Op::kAccept && i > 0) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (rec[newest].finished && rec[newest].outcome == SuggestOutcome::kDone) shown = rec[newest].text;
+      }
+      const std::string where = fmt::format("{}:{}", t.path, e.line);
+      if (Status st = apply(live, e, s, shown ? &*shown : nullptr, true); !st.ok())
+        return Status(st.code(), fmt::format("{}: {}", where, st.message()));
+      SuggestCallbacks cb;
+      EventRecord* r = &rec[i];
+      std::mutex* m = &mu;
+      cb.on_piece = [r, m](uint64_t, std::string_view) {
+        std::lock_guard<std::mutex> lock(*m);
+        if (!r->got_piece) r->first_piece = Clock::now(), r->got_piece = true;
+      };
+      cb.on_done = [r, m](const SuggestDone& d) {
+        std::lock_guard<std::mutex> lock(*m);
+        r->done = Clock::now();
+        r->finished = true;
+        r->outcome = d.outcome;
+        r->status = d.status;
+        if (d.suggestion) {
+          r->text = d.suggestion->text;
+          r->computed = d.suggestion->timings.tokens_computed;
+          r->free = d.suggestion->typed_through > 0 && d.suggestion->timings.tokens_computed == 0;
+          r->window_moved = d.suggestion->window_moved;
+          r->fim = d.suggestion->fim;
+          r->healed = d.suggestion->healed_bytes > 0;
+        }
+      };
+      sched.submit(live, opt_, std::move(cb));
+      newest = i;
+    }
+    sched.wait_idle();
+    sched.forget(live);
+    for (size_t i = 0; i < rec.size(); ++i) {
+      const EventRecord& r = rec[i];
+      ++s->events;
+      if (r.outcome == SuggestOutcome::kError)
+        return Status(r.status.code(), fmt::format("{}:{}: {}", t.path, t.events[i].line, r.status.message()));
+      if (r.outcome != SuggestOutcome::kDone) {
+        ++s->superseded;
+        continue;
+      }
+      s->suggest_ms.push_back(std::chrono::duration<double, std::milli>(r.done - r.handed).count());
+      s->first_token_ms.push_back(
+          std::chrono::duration<double, std::milli>((r.got_piece ? r.first_piece : r.done) - r.handed).count());
+      s->computed.push_back(r.computed);
+      s->free_keystrokes += r.free;
+      s->window_moves += r.window_moved;
+      s->fim_events += r.fim;
+      s->healed_events += r.healed;
+    }
+    return check_final(t, live);
+  }
+
+  Status check_final(const Trace& t, const Session& live) {
+    const std::string got = sha256_hex(live.text());
+    if (got != t.final_sha256)
+      return Status(StatusCode::kCorrupt, fmt::format("{}: the replayed document's sha256 is {}, the header's final_sha256 {}",
+                                                      t.path, got, t.final_sha256));
+    return Status::Ok();
+  }
+
   // An accept takes the part of the engine's current suggestion that the
   // trace's text starts with, then inserts the rest of the text.
-  Status apply(Session& s, const Event& e, Stats* st) {
+  // `shown` (asynchronous replay): the suggestion the user saw, or nullptr for
+  // none; synchronously it is the session's current one.
+  Status apply(Session& s, const Event& e, Stats* st, const std::string* shown = nullptr, bool async = false) {
     switch (e.op) {
       case Op::kInsert: return s.edit(e.pos, 0, e.text);
       case Op::kDelete: return s.edit(e.pos, e.n, "");
@@ -329,7 +436,8 @@ class Replayer {
     }
     if (s.cursor() != e.pos) LAYA_TRY(s.move(e.pos));  // not at the cursor (not in the format): nothing to take
     size_t k = 0;
-    if (s.current() && s.cursor() == e.pos) k = common_prefix_cp(s.current()->text, e.text);
+    const std::string* sug = async ? shown : (s.current() ? &s.current()->text : nullptr);
+    if (sug && s.cursor() == e.pos) k = common_prefix_cp(*sug, e.text);
     if (k > 0) LAYA_TRY(s.accept(k));
     ++st->accepts;
     st->accept_chars += static_cast<int64_t>(cp_count(e.text));
