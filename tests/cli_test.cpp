@@ -187,12 +187,14 @@ TEST_F(CliFiles, BadTokenListAndOutOfRangeToken) {
   EXPECT_NE(r.out.find("token 99999 at index 1 is out of range [0, 512)"), std::string::npos) << r.out;
 }
 
+// bench-typing reads traces with replay's loader: errors name the file, the
+// line and the field, before the model is loaded.
 TEST_F(CliFiles, BenchTypingTraceErrorsNameLineAndField) {
-  LAYA_REQUIRE_FIXTURES(fx);
-  const std::string model = fx + "/ref-models/qwen3-tiny/gguf/qwen3-tiny-q8_0.gguf";
-  const std::string head = "{\"trace\":\"t\"}\n{\"op\":\"insert\",\"pos\":0,\"text\":\"hello world\"}\n";
+  const std::string model = std::string(LAYA_SOURCE_DIR) + "/models/laya-default-q8_0.gguf";
+  const std::string head =
+      "{\"trace\":\"t\",\"final_sha256\":\"00\"}\n{\"t_ms\":1,\"op\":\"insert\",\"pos\":0,\"text\":\"hello world\"}\n";
   // A typed field of the wrong type was an uncaught nlohmann type_error (abort).
-  CliResult r = run("bench-typing -m " + model + " " + write("n.jsonl", head + "{\"op\":\"delete\",\"pos\":2,\"n\":\"3\"}\n"));
+  CliResult r = run("bench-typing -m " + model + " " + write("n.jsonl", head + "{\"t_ms\":2,\"op\":\"delete\",\"pos\":2,\"n\":\"3\"}\n"));
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("n.jsonl:3: field \"n\" is string, expected an integer"), std::string::npos) << r.out;
   r = run("bench-typing -m " + model + " " + write("bad.jsonl", head + "{\"op\": \n"));
@@ -201,6 +203,13 @@ TEST_F(CliFiles, BenchTypingTraceErrorsNameLineAndField) {
   r = run("bench-typing -m " + model + " " + (dir_ / "none.jsonl").string());
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("none.jsonl: cannot open"), std::string::npos) << r.out;
+  r = run("bench-typing -m " + model + " " + write("nohead.jsonl", "{\"t_ms\":1,\"op\":\"insert\",\"pos\":0,\"text\":\"a\"}\n"));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("nohead.jsonl:1: expected the header line"), std::string::npos) << r.out;
+  // The rebuilt document must match the header's final_sha256.
+  r = run("bench-typing -m " + model + " " + write("sha.jsonl", head));
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("sha.jsonl: the rebuilt document's sha256 is"), std::string::npos) << r.out;
 }
 
 TEST_F(CliFiles, TokenizeBatchBadLineIsAnErrorLine) {
@@ -302,6 +311,56 @@ TEST_F(CliFiles, ReplayWrongFinalShaIsAnError) {
   CliResult r = run("replay -m " + model + " -t 2 --fast " + trace);
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find(trace + ": the replayed document's sha256 is"), std::string::npos) << r.out;
+}
+
+// bench-typing on a session: today's keystroke figures plus replay's latency
+// keys and the session options; --no-heal and --fim off are accepted.
+TEST_F(CliFiles, BenchTypingOnSessionReportsLatencyKeys) {
+  const std::string model = std::string(LAYA_SOURCE_DIR) + "/models/laya-default-q8_0.gguf";
+  const std::string trace = write("synth.jsonl", synthetic_trace());
+  const std::string doc_chars = "32";  // "def add(a, b):\n    return a + b\n"
+  for (const std::string flags : {"", " --no-heal --fim off", " --fim spm --fim-suffix-tokens 16"}) {
+    const std::string out = (dir_ / "b.json").string();
+    CliResult r = run("bench-typing -m " + model + " -t 2 " + trace + " --json " + out + flags);
+    ASSERT_EQ(r.code, 0) << flags << ": " << r.out;
+    EXPECT_NE(r.out.find("synth"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("suggest_ms"), std::string::npos) << r.out;
+    const auto j = nlohmann::json::parse(read_all(out), nullptr, false);
+    ASSERT_TRUE(j.is_object()) << read_all(out);
+    EXPECT_EQ(j["token_healing"], flags.find("--no-heal") == std::string::npos) << flags;
+    EXPECT_EQ(j["fim"], flags.find("--fim off") != std::string::npos ? "off"
+                        : flags.find("--fim spm") != std::string::npos ? "spm" : "psm") << flags;
+    EXPECT_EQ(j["fim_suffix_tokens"], flags.find("16") != std::string::npos ? 16 : 32) << flags;
+    for (const auto* node : {&j, &j["traces"]["synth"]}) {
+      for (const char* k : {"chars", "keystrokes", "keystroke_savings", "suggestions_shown", "accepted",
+                            "acceptance_rate", "suggest_ms", "first_token_ms", "tokens_computed_per_event",
+                            "free_keystrokes", "window_moves"})
+        EXPECT_TRUE(node->contains(k)) << k;
+      for (const char* k : {"p50", "p90", "p99", "p999", "max"}) {
+        EXPECT_TRUE((*node)["suggest_ms"][k].is_number()) << k;
+        EXPECT_TRUE((*node)["first_token_ms"][k].is_number()) << k;
+      }
+      for (const char* k : {"p50", "p99", "max"}) EXPECT_TRUE((*node)["tokens_computed_per_event"][k].is_number()) << k;
+      EXPECT_EQ((*node)["chars"].dump(), doc_chars);
+      const int64_t keys = (*node)["keystrokes"].get<int64_t>();
+      EXPECT_GE(keys, 1);
+      EXPECT_LE(keys, 32);
+      // One suggestion per keystroke; typing at the end never has a suffix.
+      EXPECT_EQ((*node)["events"].get<int64_t>(), keys);
+      EXPECT_EQ((*node)["fim_events"].get<int64_t>(), 0);
+      EXPECT_LE((*node)["free_keystrokes"].get<int64_t>(), keys);
+      EXPECT_LE((*node)["suggest_ms"]["p50"].get<double>(), (*node)["suggest_ms"]["max"].get<double>());
+    }
+  }
+  // -p prints the session's suggestion for the text.
+  CliResult r = run("bench-typing -m " + model + " -t 2 -p 'def ' --no-heal --fim off");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const size_t at = r.out.find("{\"prompt\"");  // after any warning on stderr
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const auto line = nlohmann::json::parse(r.out.substr(at, r.out.find('\n', at) - at), nullptr, false);
+  ASSERT_TRUE(line.is_object()) << r.out;
+  EXPECT_EQ(line["prompt"], "def ");
+  EXPECT_TRUE(line["suggestion"].is_string());
 }
 
 // The first events of a public trace (if the fixtures are there) equal a

@@ -62,9 +62,11 @@
 #include "core/json.h"
 #include "core/sha256.h"
 #include "engine/engine.h"
+#include "latency_stats.h"
 #include "session/scheduler.h"
 #include "session/session.h"
 #include "tokenizer/tokenizer.h"
+#include "trace.h"
 
 namespace laya::cli {
 
@@ -73,37 +75,6 @@ namespace {
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-enum class Op { kInsert, kDelete, kMove, kAccept };
-
-struct Event {
-  Op op = Op::kInsert;
-  size_t pos = 0, n = 0;  // code points
-  std::string text;
-  double t_ms = 0;
-  size_t line = 0;
-};
-
-struct Trace {
-  std::string path, name, final_sha256;
-  std::vector<Event> events;
-};
-
-size_t cp_count(std::string_view s) {
-  size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
-}
-
-// Byte length of the first n_cp code points of valid UTF-8 `s`.
-size_t cp_bytes(std::string_view s, size_t n_cp) {
-  size_t i = 0;
-  for (size_t k = 0; k < n_cp && i < s.size(); ++k) {
-    ++i;
-    while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) ++i;
-  }
-  return i;
-}
-
 // Common prefix of two valid UTF-8 strings, in whole code points.
 size_t common_prefix_cp(std::string_view a, std::string_view b) {
   size_t i = 0;
@@ -111,97 +82,6 @@ size_t common_prefix_cp(std::string_view a, std::string_view b) {
   while (i > 0 && i < a.size() && (static_cast<unsigned char>(a[i]) & 0xC0) == 0x80) --i;  // a cut character
   while (i > 0 && i < b.size() && (static_cast<unsigned char>(b[i]) & 0xC0) == 0x80) --i;
   return cp_count(a.substr(0, i));
-}
-
-// A typed field, or an error naming it ("field \"n\" is string, expected an integer").
-Result<int64_t> int_field(const json& j, const char* key, const std::string& where) {
-  auto it = j.find(key);
-  if (it == j.end()) return Status(StatusCode::kCorrupt, fmt::format("{}: missing field \"{}\"", where, key));
-  if (!it->is_number_integer())
-    return Status(StatusCode::kCorrupt, fmt::format("{}: field \"{}\" is {}, expected an integer", where, key, it->type_name()));
-  const int64_t v = it->get<int64_t>();
-  if (v < 0) return Status(StatusCode::kCorrupt, fmt::format("{}: field \"{}\" is {}, expected >= 0", where, key, v));
-  return v;
-}
-
-Result<std::string> str_field(const json& j, const char* key, const std::string& where) {
-  auto it = j.find(key);
-  if (it == j.end()) return Status(StatusCode::kCorrupt, fmt::format("{}: missing field \"{}\"", where, key));
-  if (!it->is_string())
-    return Status(StatusCode::kCorrupt, fmt::format("{}: field \"{}\" is {}, expected a string", where, key, it->type_name()));
-  return it->get<std::string>();
-}
-
-// One event line; `doc_cp` (the document's length so far) checks the offsets
-// and `prev_t` the order in time.
-Result<Event> parse_event(const json& j, const std::string& where, size_t* doc_cp, double* prev_t) {
-  auto corrupt = [&](const std::string& what) { return Status(StatusCode::kCorrupt, fmt::format("{}: {}", where, what)); };
-  Event e;
-  auto t = j.find("t_ms");
-  if (t == j.end() || !t->is_number())
-    return corrupt(t == j.end() ? "missing field \"t_ms\"" : fmt::format("field \"t_ms\" is {}, expected a number", t->type_name()));
-  e.t_ms = t->get<double>();
-  if (!std::isfinite(e.t_ms) || e.t_ms < *prev_t)
-    return corrupt(fmt::format("t_ms {} is before the previous event's {} (t_ms never decreases)", e.t_ms, *prev_t));
-  *prev_t = e.t_ms;
-  LAYA_ASSIGN_OR_RETURN(std::string op, str_field(j, "op", where));
-  LAYA_ASSIGN_OR_RETURN(int64_t pos, int_field(j, "pos", where));
-  e.pos = static_cast<size_t>(pos);
-  if (e.pos > *doc_cp) return corrupt(fmt::format("pos {} is past the end of the document ({} code points)", pos, *doc_cp));
-  if (op == "insert" || op == "accept") {
-    e.op = op == "insert" ? Op::kInsert : Op::kAccept;
-    LAYA_ASSIGN_OR_RETURN(e.text, str_field(j, "text", where));
-    *doc_cp += cp_count(e.text);
-  } else if (op == "delete") {
-    e.op = Op::kDelete;
-    LAYA_ASSIGN_OR_RETURN(int64_t n, int_field(j, "n", where));
-    e.n = static_cast<size_t>(n);
-    if (e.n > *doc_cp - e.pos)
-      return corrupt(fmt::format("delete of {} at {} is past the end of the document ({} code points)", n, pos, *doc_cp));
-    *doc_cp -= e.n;
-  } else if (op == "move") {
-    e.op = Op::kMove;
-  } else {
-    return corrupt(fmt::format("unknown op '{}'", op));
-  }
-  return e;
-}
-
-Result<Trace> load_trace(const std::string& path) {
-  LAYA_ASSIGN_OR_RETURN(std::string content, read_file(path));
-  Trace t;
-  t.path = path;
-  std::string base = path.substr(path.find_last_of('/') + 1);
-  if (base.size() > 6 && base.ends_with(".jsonl")) base.resize(base.size() - 6);
-  t.name = base;
-  size_t lineno = 0, doc_cp = 0;
-  double prev_t = 0;
-  bool header = false;
-  for (size_t start = 0; start < content.size();) {
-    size_t end = content.find('\n', start);
-    if (end == std::string::npos) end = content.size();
-    const std::string_view line(content.data() + start, end - start);
-    start = end + 1;
-    ++lineno;
-    if (line.empty() || line == "\r") continue;
-    const std::string where = fmt::format("{}:{}", path, lineno);
-    LAYA_ASSIGN_OR_RETURN(json j, parse_json(line, where));
-    if (!j.is_object()) return Status(StatusCode::kCorrupt, fmt::format("{}: not a JSON object", where));
-    if (!header) {  // the first line: the header, which carries final_sha256
-      if (j.contains("op"))
-        return Status(StatusCode::kCorrupt, fmt::format("{}: expected the header line (with \"final_sha256\"), got an event", where));
-      LAYA_ASSIGN_OR_RETURN(t.final_sha256, str_field(j, "final_sha256", where));
-      if (auto it = j.find("trace"); it != j.end() && it->is_string()) t.name = it->get<std::string>();
-      header = true;
-      continue;
-    }
-    LAYA_ASSIGN_OR_RETURN(Event e, parse_event(j, where, &doc_cp, &prev_t));
-    e.line = lineno;
-    t.events.push_back(std::move(e));
-  }
-  if (!header) return Status(StatusCode::kCorrupt, fmt::format("{}: empty trace (no header line)", path));
-  if (t.events.empty()) return Status(StatusCode::kCorrupt, fmt::format("{}:{}: the trace has a header but no events", path, lineno));
-  return t;
 }
 
 struct Stats {
@@ -225,21 +105,6 @@ struct Stats {
     computed.insert(computed.end(), o.computed.begin(), o.computed.end());
   }
 };
-
-// Nearest rank: the smallest value with at least p of the values <= it.
-template <class T>
-T percentile(std::vector<T> v, double p) {
-  if (v.empty()) return T{};
-  std::sort(v.begin(), v.end());
-  const double rank = std::ceil(p * static_cast<double>(v.size()));
-  const size_t i = rank < 1 ? 0 : static_cast<size_t>(rank) - 1;
-  return v[std::min(i, v.size() - 1)];
-}
-
-json ms_json(const std::vector<double>& v) {
-  return {{"p50", percentile(v, 0.5)}, {"p90", percentile(v, 0.9)}, {"p99", percentile(v, 0.99)},
-          {"p999", percentile(v, 0.999)}, {"max", percentile(v, 1.0)}};
-}
 
 json stats_json(const Stats& s, bool verify) {
   json j;
