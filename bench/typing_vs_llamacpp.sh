@@ -10,7 +10,8 @@
 #                       (laya has no fill-in-the-middle yet: then the two do different work)
 #     --ctx N           context in tokens for both (default 1024, the default model's)
 #     --out DIR         keep the JSON results and llama-server's log there (default: a temp dir)
-#   env: LAYA=build/laya (laya's binary; this script builds nothing), PYTHON=python3
+#   env: LAYA=build/laya (laya's binary; this script builds nothing), PYTHON=python3,
+#        LLAMA_ARGS="..." (more llama-server flags)
 #
 # LLAMA_SERVER is the llama-server binary (or a llama.cpp build dir holding bin/llama-server):
 # a CPU build made outside this repo. It is started on 127.0.0.1 with -c CTX -np 1, prompt
@@ -24,7 +25,7 @@
 set -euo pipefail
 
 die() { echo "typing_vs_llamacpp: $*" >&2; exit 2; }
-usage() { sed -n '2,23p' "$0" >&2; exit 2; }
+usage() { sed -n '2,24p' "$0" >&2; exit 2; }
 
 THREADS="${THREADS:-2}"
 PORT="${PORT:-8090}"
@@ -119,27 +120,51 @@ has '--n-gpu-layers' && ARGS+=(-ngl 0)
 has '--device <dev1' && ARGS+=(--device none)
 LSV="$("$SERVER" --version 2>&1 | grep -m1 -i 'version' || echo unknown)"
 
-echo "llama-server: $SERVER ${ARGS[*]}" >&2
-CUDA_VISIBLE_DEVICES="" "$SERVER" "${ARGS[@]}" > "$OUT/llama-server.log" 2>&1 &
-SERVER_PID=$!
-ready=0
-for _ in $(seq 1 600); do
-  if ! kill -0 "$SERVER_PID" 2> /dev/null; then
-    tail -20 "$OUT/llama-server.log" >&2
-    SERVER_PID=""
-    die "llama-server exited before it was ready (log above)"
-  fi
-  if "$PYTHON" - "$PORT" <<'PY'
+# LLAMA_ARGS: more llama-server flags (split on spaces), e.g. LLAMA_ARGS="-nr".
+read -r -a EXTRA <<< "${LLAMA_ARGS:-}"
+ARGS+=("${EXTRA[@]}")
+
+# Starts llama-server and waits for /health: 0 ready; otherwise SERVER_RC is its exit status.
+SERVER_RC=0
+start_server() {
+  echo "llama-server: $SERVER ${ARGS[*]}" >&2
+  CUDA_VISIBLE_DEVICES="" "$SERVER" "${ARGS[@]}" > "$OUT/llama-server.log" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 1 600); do
+    if ! kill -0 "$SERVER_PID" 2> /dev/null; then
+      SERVER_RC=0
+      wait "$SERVER_PID" || SERVER_RC=$?
+      SERVER_PID=""
+      return 1
+    fi
+    if "$PYTHON" - "$PORT" <<'PY'
 import sys, urllib.request
 try:
     sys.exit(0 if urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/health", timeout=1).status == 200 else 1)
 except Exception:
     sys.exit(1)
 PY
-  then ready=1; break; fi
-  sleep 0.2
-done
-[ "$ready" = 1 ] || { tail -20 "$OUT/llama-server.log" >&2; die "llama-server not ready after 120 s"; }
+    then return 0; fi
+    sleep 0.2
+  done
+  stop_server
+  tail -20 "$OUT/llama-server.log" >&2
+  die "llama-server not ready after 120 s (log above)"
+}
+if ! start_server; then
+  # SIGILL: a CPU that lists AMX but traps on its instructions (seen in a VM) kills a native
+  # build in ggml's AMX matmul; --no-repack turns off ggml's extra CPU buffer types, AMX among
+  # them (for Q8_0 weights on x86 that is all it turns off).
+  if [ "$SERVER_RC" = 132 ] && has '--no-repack' && ! grep -q -e '-nr' -e '--no-repack' <<< "${ARGS[*]}"; then
+    echo "note: llama-server died of SIGILL (AMX?): again with --no-repack" >&2
+    ARGS+=(--no-repack)
+    start_server || true
+  fi
+  if [ -z "$SERVER_PID" ]; then
+    tail -20 "$OUT/llama-server.log" >&2
+    die "llama-server exited (status $SERVER_RC) before it was ready (log above)"
+  fi
+fi
 
 PACE=()
 [ "$FAST" = 1 ] && PACE=(--fast)
