@@ -174,6 +174,7 @@ echo "== llama-server ==" >&2
 "$PYTHON" "$CLIENT" "${CARGS[@]}" "${PACE[@]}" "${TRACES[@]}" >&2
 stop_server
 LRU="$(grep -c 'selected slot by LRU' "$OUT/llama-server.log" || true)"
+CANCELS="$(grep -c 'cancel task' "$OUT/llama-server.log" || true)"
 
 # ---- laya ---------------------------------------------------------------------------------------
 echo "== laya ==" >&2
@@ -186,9 +187,9 @@ echo "model: $MODEL; context $CTX; pace: $([ "$FAST" = 1 ] && echo 'back to back
 echo "llama-server: $LSV; $([ "$FIM" = 1 ] && echo '/infill' || echo '/completion'), n_predict 8, greedy, cache_prompt, ${ARGS[*]:4}"
 echo "laya: $LAYA ($(git -C "$ROOT" rev-parse --short HEAD 2> /dev/null || echo '?')), replay --max-tokens 8"
 [ -n "$KEEP" ] && echo "results: $OUT/{llama-server,laya}.json, $OUT/llama-server.log"
-"$PYTHON" - "$OUT/llama-server.json" "$OUT/laya.json" "$LRU" <<'PY'
+"$PYTHON" - "$OUT/llama-server.json" "$OUT/laya.json" "$LRU" "$CANCELS" <<'PY'
 import json, sys
-L = json.load(open(sys.argv[1])); Y = json.load(open(sys.argv[2])); lru = sys.argv[3]
+L = json.load(open(sys.argv[1])); Y = json.load(open(sys.argv[2])); lru, cancels = sys.argv[3], sys.argv[4]
 P = ("p50", "p90", "p99", "p999", "max")
 
 def row(engine, name, d):
@@ -224,5 +225,6 @@ print(f"llama-server's own time (timings.prompt_ms + predicted_ms) overall: p50 
       f" events with a windowed prefix {L['windowed_events']}; slots selected by LRU (prompt-cache save/load) {lru}.")
 if L.get("paced"):
     print("paced: a llama-server request still running at the next event is cancelled (connection closed) and left out"
-          " of its percentiles; laya handles events in order (a slow one delays the next, all are counted).")
+          " of its percentiles; laya handles events in order (a slow one delays the next, all are counted)."
+          f" Tasks llama-server logged as cancelled: {cancels} (of {L['cancelled']} connections the client closed).")
 PY
