@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus for the parser fuzzers (fuzz/corpus/{gguf,safetensors}/).
+"""Writes the seed corpus for the parser fuzzers (fuzz/corpus/{gguf,safetensors,tokenizer_json}/).
 
 Every file is tiny (< 4 KB) and valid, so the fuzzers start from inputs that
 reach deep into the parsers. Run from anywhere: python3 fuzz/make_corpus.py
@@ -69,6 +69,26 @@ def safetensors(entries, metadata=None):
     return struct.pack("<Q", len(h)) + h + data
 
 
+def tokenizer_json(tj, config=None):
+    """tokenizer.json, then a NUL byte and tokenizer_config.json (tokenizer_json_fuzz's input)."""
+    out = json.dumps(tj, ensure_ascii=False).encode()
+    if config is not None:
+        out += b"\0" + json.dumps(config).encode()
+    return out
+
+
+def byte_level_vocab():
+    """GPT-2's byte alphabet as tokens 0..255."""
+    chars, n = [], 0
+    for b in range(256):
+        if 33 <= b <= 126 or 161 <= b <= 172 or 174 <= b <= 255:
+            chars.append(chr(b))
+        else:
+            chars.append(chr(256 + n))
+            n += 1
+    return {c: i for i, c in enumerate(chars)}
+
+
 def main():
     g = {
         "all_types.gguf": gguf(
@@ -99,7 +119,46 @@ def main():
         "empty.safetensors": safetensors([]),
         "scalar_zero.safetensors": safetensors([("s", "F32", [], f32s(1)), ("z", "BF16", [0, 3], b"")]),
     }
-    for sub, files in (("gguf", g), ("safetensors", s)):
+    bl = byte_level_vocab()
+    bl.update({"he": 256, "ll": 257, "hell": 258, "\u0120w": 259})
+    t = {
+        "byte_level.json": tokenizer_json(
+            {"model": {"type": "BPE", "vocab": bl, "merges": ["h e", "l l", "he ll", "\u0120 w"]},
+             "normalizer": {"type": "NFC"},
+             "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+                 {"type": "Split", "pattern": {"Regex": "\\p{L}+|\\p{N}{1,3}|\\s+"}, "behavior": "Isolated"},
+                 {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]},
+             "post_processor": {"type": "Sequence", "processors": [
+                 {"type": "ByteLevel"},
+                 {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                                           {"Sequence": {"id": "A", "type_id": 0}}],
+                  "special_tokens": {"<s>": {"id": "<s>", "ids": [260]}}}]},
+             "decoder": {"type": "ByteLevel"},
+             "added_tokens": [{"id": 260, "content": "<s>", "special": True},
+                              {"id": 261, "content": "</s>", "special": True},
+                              {"id": 262, "content": "<|user|>", "special": False, "lstrip": True}]},
+            {"bos_token": "<s>", "eos_token": {"content": "</s>"}}),
+        "sentencepiece.json": tokenizer_json(
+            {"model": {"type": "BPE", "byte_fallback": True, "fuse_unk": True, "unk_token": "<unk>",
+                       "vocab": {"<unk>": 0, "<s>": 1, "</s>": 2, "<0xC3>": 3, "<0xA9>": 4, "\u2581": 5,
+                                 "a": 6, "b": 7, "\u2581a": 8, "ab": 9, "\u2581ab": 10},
+                       "merges": [["\u2581", "a"], "a b", "\u2581a b"]},
+             "normalizer": {"type": "Sequence", "normalizers": [
+                 {"type": "Prepend", "prepend": "\u2581"},
+                 {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+             "decoder": {"type": "Sequence", "decoders": [
+                 {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+                 {"type": "ByteFallback"}, {"type": "Fuse"},
+                 {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+             "added_tokens": [{"id": 1, "content": "<s>", "special": True},
+                              {"id": 2, "content": "</s>", "special": True}]},
+            {"bos_token": "<s>", "eos_token": "</s>"}),
+        "metaspace_no_config.json": tokenizer_json(
+            {"model": {"type": "BPE", "vocab": {"\u2581": 0, "x": 1, "\u2581x": 2}, "merges": ["\u2581 x"]},
+             "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first"},
+             "decoder": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first"}}),
+    }
+    for sub, files in (("gguf", g), ("safetensors", s), ("tokenizer_json", t)):
         d = os.path.join(HERE, "corpus", sub)
         os.makedirs(d, exist_ok=True)
         for name, data in files.items():

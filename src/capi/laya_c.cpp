@@ -137,6 +137,10 @@ laya_status laya_tokenizer_from_model(const laya_model* model, laya_tokenizer** 
     auto r = model->m->gguf_file() ? laya::tok::Tokenizer::from_gguf(*model->m->gguf_file())
                                    : laya::tok::Tokenizer::from_path(model->m->path());
     if (!r.ok()) return set(r.status());
+    const std::string& path = model->m->path();
+    const laya::Status fits =
+        model->m->check_tokenizer_size(r.value()->n_vocab(), model->m->gguf_file() ? path : path + "/tokenizer.json");
+    if (!fits.ok()) return set(fits);
     *out = new laya_tokenizer{std::move(r).value()};
     return set(laya::Status::Ok());
   });

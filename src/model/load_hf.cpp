@@ -10,6 +10,7 @@
 
 #include "core/io.h"
 #include "core/json.h"
+#include "core/shown.h"
 #include "format/safetensors.h"
 #include "model/model.h"
 
@@ -40,6 +41,12 @@ std::string hf_to_gguf_name(const ArchSpec& arch, const std::string& n) {
   return "";
 }
 
+// A JSON value in a message: as written when short, cut (core/shown.h) when long.
+std::string dumped(const nlohmann::json& j) {
+  std::string s = j.dump();
+  return s.size() <= 40 ? s : shown(s);
+}
+
 // Typed reads of config.json keys; errors name the file and the key.
 struct ConfigReader {
   const std::string& path;
@@ -52,7 +59,7 @@ struct ConfigReader {
     }
     if (!it->is_number_integer() || it->get<int64_t>() <= 0 || it->get<int64_t>() > (int64_t{1} << 31)) {
       return Status(StatusCode::kCorrupt,
-                    fmt::format("{}: key \"{}\" = {}, expected a positive integer", path, key, it->dump()));
+                    fmt::format("{}: key \"{}\" = {}, expected a positive integer", path, key, dumped(*it)));
     }
     *out = it->get<int64_t>();
     return Status::Ok();
@@ -65,14 +72,14 @@ struct ConfigReader {
       return Status(StatusCode::kNotFound, fmt::format("{}: key \"{}\" is missing", path, key));
     }
     if (!it->is_number()) {
-      return Status(StatusCode::kCorrupt, fmt::format("{}: key \"{}\" = {}, expected a number", path, key, it->dump()));
+      return Status(StatusCode::kCorrupt, fmt::format("{}: key \"{}\" = {}, expected a number", path, key, dumped(*it)));
     }
     *out = it->get<double>();
     return Status::Ok();
   }
 };
 
-Status read_hf_sizes(const ConfigReader& r, const nlohmann::json& cfg, HParams* hp) {
+Status read_hf_sizes(const ConfigReader& r, const nlohmann::json& cfg, HParams* hp, DeclaredMeta* d) {
   LAYA_TRY(r.int_field(cfg, "hidden_size", &hp->n_embd, true));
   LAYA_TRY(r.int_field(cfg, "num_hidden_layers", &hp->n_layer, true));
   LAYA_TRY(r.int_field(cfg, "num_attention_heads", &hp->n_head, true));
@@ -80,18 +87,22 @@ Status read_hf_sizes(const ConfigReader& r, const nlohmann::json& cfg, HParams* 
   hp->n_head_kv = hp->n_head;
   LAYA_TRY(r.int_field(cfg, "num_key_value_heads", &hp->n_head_kv, false));
   hp->head_dim = hp->n_embd / hp->n_head;
+  d->head_dim_given = cfg.contains("head_dim") && !cfg["head_dim"].is_null();
   LAYA_TRY(r.int_field(cfg, "head_dim", &hp->head_dim, false));
   hp->n_ctx_train = 2048;
   LAYA_TRY(r.int_field(cfg, "max_position_embeddings", &hp->n_ctx_train, false));
-  double eps = 1e-6;
-  LAYA_TRY(r.num_field(cfg, "rms_norm_eps", &eps, false));
-  hp->rms_eps = static_cast<float>(eps);
+  LAYA_TRY(r.int_field(cfg, "vocab_size", &d->n_vocab, false));
+  d->rms_eps = 1e-6;
+  LAYA_TRY(r.num_field(cfg, "rms_norm_eps", &d->rms_eps, false));
+  hp->rms_eps = static_cast<float>(d->rms_eps);
+  LAYA_TRY(r.num_field(cfg, "partial_rotary_factor", &d->partial_rotary, false));
   return Status::Ok();
 }
 
 // transformers 4 writes rope_theta + rope_scaling; transformers 5 writes
-// rope_parameters {rope_theta, rope_type, ...}.
-Status read_hf_rope(const ConfigReader& r, const nlohmann::json& cfg, HParams* hp) {
+// rope_parameters {rope_theta, rope_type, ...}. The parameters are read here,
+// checked by validate_hparams and turned into divisors after it.
+Status read_hf_rope(const ConfigReader& r, const nlohmann::json& cfg, HParams* hp, RopeScaling* out) {
   const nlohmann::json* rope = nullptr;
   if (auto it = cfg.find("rope_parameters"); it != cfg.end() && it->is_object()) rope = &*it;
   if (auto it = cfg.find("rope_scaling"); !rope && it != cfg.end() && it->is_object()) rope = &*it;
@@ -104,33 +115,34 @@ Status read_hf_rope(const ConfigReader& r, const nlohmann::json& cfg, HParams* h
   if (auto t = rope->find("rope_type"); t != rope->end() && t->is_string()) type = t->get<std::string>();
   else if (auto t2 = rope->find("type"); t2 != rope->end() && t2->is_string()) type = t2->get<std::string>();
   if (type == "llama3") {
-    double factor = 0, lo = 0, hi = 0, orig = 0;
-    LAYA_TRY(r.num_field(*rope, "factor", &factor, true));
-    LAYA_TRY(r.num_field(*rope, "low_freq_factor", &lo, true));
-    LAYA_TRY(r.num_field(*rope, "high_freq_factor", &hi, true));
-    LAYA_TRY(r.num_field(*rope, "original_max_position_embeddings", &orig, true));
-    if (factor <= 0 || lo <= 0 || hi <= lo || orig <= 0) {
-      return Status(StatusCode::kCorrupt, fmt::format("{}: llama3 rope scaling needs factor > 0 and high_freq_factor > "
-                                                      "low_freq_factor > 0", r.path));
-    }
-    hp->rope_freq_factors = llama3_rope_factors(hp->head_dim, hp->rope_theta, factor, lo, hi, orig);
+    LAYA_TRY(r.num_field(*rope, "factor", &out->factor, true));
+    LAYA_TRY(r.num_field(*rope, "low_freq_factor", &out->low_freq_factor, true));
+    LAYA_TRY(r.num_field(*rope, "high_freq_factor", &out->high_freq_factor, true));
+    LAYA_TRY(r.num_field(*rope, "original_max_position_embeddings", &out->original_ctx, true));
   } else if (type == "linear") {
-    double factor = 0;
-    LAYA_TRY(r.num_field(*rope, "factor", &factor, true));
-    hp->rope_freq_factors.assign(static_cast<size_t>(hp->head_dim / 2), static_cast<float>(factor));
+    LAYA_TRY(r.num_field(*rope, "factor", &out->factor, true));
   } else if (type != "default") {
-    return Status(StatusCode::kUnsupported, fmt::format("{}: rope type '{}' is not supported (default, linear, llama3)",
-                                                        r.path, type));
+    return Status(StatusCode::kUnsupported, fmt::format("{}: rope type {} is not supported (default, linear, llama3)",
+                                                        r.path, shown(type)));
   }
+  out->type = type == "default" ? "none" : type;
   return Status::Ok();
 }
 
-void read_hf_special_ids(const nlohmann::json& cfg, HParams* hp) {
-  if (auto it = cfg.find("bos_token_id"); it != cfg.end() && it->is_number_integer()) hp->bos_id = it->get<int32_t>();
-  if (auto it = cfg.find("eos_token_id"); it != cfg.end()) {
-    if (it->is_number_integer()) hp->eos_id = it->get<int32_t>();
-    else if (it->is_array() && !it->empty() && (*it)[0].is_number_integer()) hp->eos_id = (*it)[0].get<int32_t>();
+// bos_token_id / eos_token_id (the first of a list), range-checked against
+// the embedding by validate_with_tensors.
+Status read_hf_special_ids(const ConfigReader& r, const nlohmann::json& cfg, DeclaredMeta* d) {
+  for (const char* key : {"bos_token_id", "eos_token_id"}) {
+    auto it = cfg.find(key);
+    if (it == cfg.end() || it->is_null()) continue;
+    const nlohmann::json& v = it->is_array() && !it->empty() ? (*it)[0] : *it;
+    if (!v.is_number_integer()) {
+      return Status(StatusCode::kCorrupt, fmt::format("{}: key \"{}\" = {}, expected a token id (an integer)", r.path,
+                                                      key, dumped(*it)));
+    }
+    (std::string_view(key) == "bos_token_id" ? d->bos_id : d->eos_id) = v.get<int64_t>();
   }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -148,18 +160,19 @@ Status Model::load_hf(const std::string& dir) {
   if (auto it = cfg.find("model_type"); it != cfg.end() && it->is_string()) model_type = it->get<std::string>();
   arch_ = find_arch_by_hf_type(model_type);
   if (!arch_) {
-    return Status(StatusCode::kUnsupported, fmt::format("{}: model_type '{}' is not supported (supported: {})", cfg_path,
-                                                        model_type, supported_arch_list()));
+    return Status(StatusCode::kUnsupported, fmt::format("{}: model_type {} is not supported (supported: {})", cfg_path,
+                                                        shown(model_type), supported_arch_list()));
   }
   if (cfg.contains("quantization") || cfg.contains("quantization_config")) {
     return Status(StatusCode::kUnsupported, fmt::format("{}: quantized Hugging Face/MLX weights are not supported; use the "
                                                         "F32/F16/BF16 folder or a GGUF file", cfg_path));
   }
   hp_.arch = arch_->name;
+  keys_ = MetaKeys::for_hf(cfg_path, arch_->name);
   const ConfigReader reader{cfg_path};
-  LAYA_TRY(read_hf_sizes(reader, cfg, &hp_));
-  LAYA_TRY(read_hf_rope(reader, cfg, &hp_));
-  read_hf_special_ids(cfg, &hp_);
+  LAYA_TRY(read_hf_sizes(reader, cfg, &hp_, &meta_));
+  LAYA_TRY(read_hf_rope(reader, cfg, &hp_, &meta_.rope));
+  LAYA_TRY(read_hf_special_ids(reader, cfg, &meta_));
   bool tied = arch_->tied_by_default;
   if (auto it = cfg.find("tie_word_embeddings"); it != cfg.end() && it->is_boolean()) tied = it->get<bool>();
   return map_hf_tensors(dir, tied);

@@ -2,6 +2,7 @@
 // (Hugging Face folders: load_hf.cpp.)
 #include "model/model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/fp16.h"
+#include "core/shown.h"
 #include "format/gguf.h"
 #include "format/safetensors.h"
 
@@ -67,6 +69,10 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
                   fmt::format("{}: no such file or folder (expected a .gguf file or a Hugging Face folder with "
                               "config.json + safetensors)", path));
   }
+  // Every value the forward pass reads is checked before anything is derived
+  // from it, and against the tensors before the layers are bound.
+  LAYA_TRY(validate_hparams(m->hp_, m->meta_, m->keys_));
+  rope_factors_from_metadata(m->meta_.rope, m->keys_, &m->hp_);
   LAYA_TRY(m->bind_weights());
   return m;
 }
@@ -77,45 +83,60 @@ Status Model::load_gguf(const std::string& path) {
   LAYA_ASSIGN_OR_RETURN(std::string arch, f.get_string("general.architecture"));
   arch_ = find_arch_by_gguf_name(arch);
   if (!arch_) {
-    return Status(StatusCode::kUnsupported, fmt::format("{}: general.architecture = '{}' is not supported (supported: {})",
-                                                        path, arch, supported_arch_list()));
+    return Status(StatusCode::kUnsupported, fmt::format("{}: general.architecture = {} is not supported (supported: {})",
+                                                        path, shown(arch), supported_arch_list()));
   }
   hp_.arch = arch;
+  keys_ = MetaKeys::for_gguf(path, arch);
   const std::string p = arch + ".";
-  auto req_int = [&](const char* key, int64_t* out) -> Status {
-    auto r = f.get_int(p + key);
+  auto req_int = [&](const std::string& key, int64_t* out) -> Status {
+    auto r = f.get_int(key);
     if (!r.ok()) return r.status();
     if (*r <= 0 || *r > (int64_t{1} << 31)) {
-      return Status(StatusCode::kCorrupt, fmt::format("{}: {}{} = {}, expected a positive count", path, p, key, *r));
+      return Status(StatusCode::kCorrupt, fmt::format("{}: {} = {}, expected a positive count", path, key, *r));
     }
     *out = *r;
     return Status::Ok();
   };
-  LAYA_TRY(req_int("embedding_length", &hp_.n_embd));
-  LAYA_TRY(req_int("block_count", &hp_.n_layer));
-  LAYA_TRY(req_int("attention.head_count", &hp_.n_head));
-  LAYA_TRY(req_int("feed_forward_length", &hp_.n_ff));
-  LAYA_TRY(req_int("context_length", &hp_.n_ctx_train));
+  auto opt_int = [&](const std::string& key, int64_t* out) -> Status {
+    return f.find(key) ? req_int(key, out) : Status::Ok();
+  };
+  LAYA_TRY(req_int(keys_.n_embd, &hp_.n_embd));
+  LAYA_TRY(req_int(keys_.n_layer, &hp_.n_layer));
+  LAYA_TRY(req_int(keys_.n_head, &hp_.n_head));
+  LAYA_TRY(req_int(keys_.n_ff, &hp_.n_ff));
+  LAYA_TRY(req_int(keys_.n_ctx, &hp_.n_ctx_train));
   hp_.n_head_kv = hp_.n_head;
-  if (f.find(p + "attention.head_count_kv")) LAYA_TRY(req_int("attention.head_count_kv", &hp_.n_head_kv));
+  LAYA_TRY(opt_int(keys_.n_head_kv, &hp_.n_head_kv));
   hp_.head_dim = hp_.n_embd / hp_.n_head;
-  if (f.find(p + "attention.key_length")) LAYA_TRY(req_int("attention.key_length", &hp_.head_dim));
-  LAYA_ASSIGN_OR_RETURN(double eps, f.get_float(p + "attention.layer_norm_rms_epsilon"));
-  hp_.rms_eps = static_cast<float>(eps);
-  if (f.find(p + "rope.freq_base")) {
-    LAYA_ASSIGN_OR_RETURN(hp_.rope_theta, f.get_float(p + "rope.freq_base"));
+  meta_.head_dim_given = f.find(keys_.head_dim) != nullptr;
+  LAYA_TRY(opt_int(keys_.head_dim, &hp_.head_dim));
+  LAYA_TRY(opt_int(keys_.n_rot, &meta_.n_rot));
+  LAYA_TRY(opt_int(keys_.value_dim, &meta_.value_dim));
+  LAYA_TRY(opt_int(keys_.n_vocab, &meta_.n_vocab));
+  LAYA_ASSIGN_OR_RETURN(meta_.rms_eps, f.get_float(keys_.rms_eps));
+  hp_.rms_eps = static_cast<float>(meta_.rms_eps);
+  if (f.find(keys_.rope_theta)) {
+    LAYA_ASSIGN_OR_RETURN(hp_.rope_theta, f.get_float(keys_.rope_theta));
   }
-  if (const gguf::Value* st = f.find(p + "rope.scaling.type"); st && st->type == gguf::ValueType::kString) {
-    if (st->str == "linear") {
-      LAYA_ASSIGN_OR_RETURN(double factor, f.get_float(p + "rope.scaling.factor"));
-      hp_.rope_freq_factors.assign(static_cast<size_t>(hp_.head_dim / 2), static_cast<float>(factor));
-    } else if (st->str != "none") {
-      return Status(StatusCode::kUnsupported, fmt::format("{}: {}rope.scaling.type = '{}' is not supported (none, linear, "
-                                                          "llama3 via rope_freqs.weight)", path, p, st->str));
+  if (f.find(p + "rope.scaling.type")) {
+    LAYA_ASSIGN_OR_RETURN(std::string type, f.get_string(p + "rope.scaling.type"));
+    if (type == "linear") {
+      LAYA_ASSIGN_OR_RETURN(meta_.rope.factor, f.get_float(keys_.rope_factor));
+    } else if (type != "none" && type != "llama3") {
+      return Status(StatusCode::kUnsupported, fmt::format("{}: {}rope.scaling.type = {} is not supported (none, linear, "
+                                                          "llama3 via rope_freqs.weight)", path, p, shown(type)));
     }
+    meta_.rope.type = type;
   }
-  if (auto r = f.get_int("tokenizer.ggml.bos_token_id"); r.ok()) hp_.bos_id = static_cast<int32_t>(*r);
-  if (auto r = f.get_int("tokenizer.ggml.eos_token_id"); r.ok()) hp_.eos_id = static_cast<int32_t>(*r);
+  if (const gguf::Value* toks = f.find("tokenizer.ggml.tokens"); toks && toks->type == gguf::ValueType::kArray) {
+    meta_.n_tokens = static_cast<int64_t>(toks->count);
+  }
+  for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"}) {
+    if (!f.find(key)) continue;
+    LAYA_ASSIGN_OR_RETURN(int64_t id, f.get_int(key));
+    (key == keys_.bos ? meta_.bos_id : meta_.eos_id) = id;
+  }
   hp_.rope_layout = arch_->gguf_rope_interleaved ? RopeLayout::kInterleaved : RopeLayout::kHalves;
 
   for (const auto& ti : f.tensors()) {
@@ -129,6 +150,10 @@ Status Model::load_gguf(const std::string& path) {
     all_.push_back(std::move(t));
   }
   return Status::Ok();
+}
+
+Status Model::check_tokenizer_size(int64_t n_tokens, const std::string& tokenizer) const {
+  return validate_tokenizer_size(hp_, keys_, n_tokens, tokenizer);
 }
 
 namespace {
@@ -151,15 +176,6 @@ std::vector<const TensorSpec*> loader_order(std::span<const TensorSpec> specs, b
 }
 
 }  // namespace
-
-Status Model::check_attention_shape() const {
-  const HParams& h = hp_;
-  if (h.head_dim <= 0 || h.head_dim % 2 != 0 || h.n_head % h.n_head_kv != 0) {
-    return Status(StatusCode::kCorrupt, fmt::format("{}: head_dim {} must be even and n_head {} a multiple of n_head_kv {}",
-                                                    path_, h.head_dim, h.n_head, h.n_head_kv));
-  }
-  return Status::Ok();
-}
 
 Status Model::bind_tensor(const TensorSpec& spec, int64_t layer, Tensor* out) const {
   const std::string name = spec.gguf_name(layer);
@@ -200,14 +216,34 @@ Status Model::set_rope_factors(const Tensor& rf) {
   return Status::Ok();
 }
 
+// 1 + the largest layer index in any tensor name ("blk.7.attn_q.weight"; HF
+// names were mapped to these), and whether rope_freqs.weight is there.
+TensorFacts Model::tensor_facts() const {
+  TensorFacts t;
+  t.embedding_rows = hp_.n_vocab;
+  for (const Tensor& x : all_) {
+    if (x.name.compare(0, 4, "blk.") != 0) continue;
+    int64_t layer = 0;
+    size_t i = 4;
+    for (; i < x.name.size() && i < 14 && x.name[i] >= '0' && x.name[i] <= '9'; ++i) {
+      layer = layer * 10 + (x.name[i] - '0');  // at most 10 digits: no overflow
+    }
+    if (i > 4 && i < x.name.size() && x.name[i] == '.') t.n_layer_in_file = std::max(t.n_layer_in_file, layer + 1);
+  }
+  const std::vector<const TensorSpec*> layer_specs = loader_order(arch_->tensors(), true);
+  if (!layer_specs.empty()) t.next_layer_tensor = layer_specs[0]->gguf_name(t.n_layer_in_file);
+  for (const TensorSpec& s : arch_->tensors())
+    if (s.role == TensorRole::kRopeFreqs && find(all_, s.gguf)) t.rope_freqs_tensor = true;
+  return t;
+}
+
 Status Model::bind_weights() {
-  LAYA_TRY(check_attention_shape());
   const std::span<const TensorSpec> specs = arch_->tensors();
   // The vocabulary size is the embedding's row count.
   const Tensor* emb = nullptr;
   for (const TensorSpec& s : specs)
     if (s.role == TensorRole::kEmbedding) emb = find(all_, s.gguf);
-  if (!emb) return Status(StatusCode::kNotFound, fmt::format("{}: tensor 'token_embd.weight' is missing", path_));
+  if (!emb) return Status(StatusCode::kNotFound, fmt::format("{}: tensor '{}' is missing", path_, keys_.embedding));
   hp_.n_vocab = emb->ne[1];
   w_.arch = arch_;
   // Which optional tensors this model has, decided once: the architecture's
@@ -226,6 +262,10 @@ Status Model::bind_weights() {
     if (s->role == TensorRole::kRopeFreqs && t.present()) LAYA_TRY(set_rope_factors(t));
     if (s->model_field) w_.*(s->model_field) = std::move(t);
   }
+  // The metadata against the tensors, before the layers are allocated.
+  LAYA_TRY(validate_with_tensors(hp_, meta_, keys_, tensor_facts()));
+  hp_.bos_id = static_cast<int32_t>(meta_.bos_id);
+  hp_.eos_id = static_cast<int32_t>(meta_.eos_id);
   hp_.tied_embeddings = !w_.output.present();
   flags_.untied_output = !hp_.tied_embeddings;
   flags_.rope_freqs = !hp_.rope_freq_factors.empty();

@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "model/arch.h"
 #include "model/hparams.h"
+#include "model/validate.h"
 #include "core/tensor.h"
 
 namespace laya {
@@ -71,6 +72,9 @@ class Model {
   const std::string& path() const { return path_; }
   // The GGUF file (for tokenizer metadata), or nullptr for a folder.
   const gguf::File* gguf_file() const { return gguf_.get(); }
+  // Whether a tokenizer of n_tokens ids (named `tokenizer` in the message)
+  // fits this model: no id past the embedding (model/validate.h).
+  Status check_tokenizer_size(int64_t n_tokens, const std::string& tokenizer) const;
 
   // Every tensor, in file order (for `laya info`).
   const std::vector<Tensor>& all_tensors() const { return all_; }
@@ -82,7 +86,9 @@ class Model {
   Status load_gguf(const std::string& path);
   Status load_hf(const std::string& dir);
   Status bind_weights();  // fill w_ from all_ with shape checks
-  Status check_attention_shape() const;
+  // What the tensors say about the metadata (model/validate.h), once the
+  // model-wide tensors are bound.
+  TensorFacts tensor_facts() const;
   // The tensor of `spec` (in layer `layer`) into *out, shape- and type-checked;
   // leaves *out empty when the model need not have it and has not.
   Status bind_tensor(const TensorSpec& spec, int64_t layer, Tensor* out) const;
@@ -98,6 +104,8 @@ class Model {
   const ArchSpec* arch_ = nullptr;
   TensorFlags flags_;
   HParams hp_;
+  DeclaredMeta meta_;  // what the metadata states beside hp_, for validation
+  MetaKeys keys_;      // its keys as the file spells them, for messages
   ModelWeights w_;
   std::vector<Tensor> all_;
   std::unique_ptr<gguf::File> gguf_;

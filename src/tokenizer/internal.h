@@ -28,7 +28,9 @@ struct GgufKeys;
 // the one friend of Tokenizer, so that loading stays out of its public API.
 struct TokenizerBuilder {
   static Result<std::unique_ptr<Tokenizer>> gguf(const gguf::File& f);
-  static Result<std::unique_ptr<Tokenizer>> hf(std::string_view tj, std::string_view cfg, const std::string& name);
+  // `cfg_name` names tokenizer_config.json in messages.
+  static Result<std::unique_ptr<Tokenizer>> hf(std::string_view tj, std::string_view cfg, const std::string& name,
+                                               const std::string& cfg_name);
 
  private:
   // GGUF steps.
@@ -38,13 +40,19 @@ struct TokenizerBuilder {
   static Status gguf_special_ids(const GgufKeys& k, Tokenizer* t);
   static void gguf_added_tokens(const GgufKeys& k, Tokenizer* t);
   // tokenizer.json steps.
+  // `owner` of each id: -2 none, -1 model.vocab, else the index in added_tokens.
   static Status hf_vocab(const nlohmann::json& model, const std::string& name, size_t n, Tokenizer* t,
-                         std::vector<bool>* seen);
+                         std::vector<int32_t>* owner);
   static Status hf_merges(const nlohmann::json& model, const std::string& name, Tokenizer* t);
   static Status hf_added_tokens(const nlohmann::json& added, const std::string& name, Tokenizer* t,
-                                std::vector<bool>* seen);
+                                std::vector<int32_t>* owner);
   static Status hf_post_processor(const nlohmann::json& tj, const nlohmann::json& cfg, const std::string& name,
-                                  Tokenizer* t);
+                                  const std::string& cfg_name, Tokenizer* t);
+  // The checks every vocabulary passes, whatever its file (validate.cpp):
+  // special ids and post-processor ids inside the vocabulary, added tokens
+  // with text. (Dense ids: a GGUF's are by construction; tokenizer.json's are
+  // checked while its ids are counted, before anything is allocated.)
+  static Status check_vocabulary(const Tokenizer& t, const std::string& name);
 };
 
 // ---- control tokens (special_tokens.cpp) ---------------------------------------------

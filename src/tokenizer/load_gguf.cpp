@@ -2,11 +2,13 @@
 // llama-vocab.cpp: "gpt2" = byte-level BPE by merge rank with the regexes of
 // tokenizer.ggml.pre; "llama" = SentencePiece BPE by token score with byte fallback.
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
 #include <fmt/format.h>
 
+#include "core/shown.h"
 #include "format/gguf.h"
 #include "tokenizer/internal.h"
 
@@ -78,6 +80,8 @@ struct GgufKeys {
   }
 };
 
+// llama.cpp's llama_token_type: 0 undefined (read as normal, as llama.cpp
+// does), 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte.
 static TokenKind kind_of_gguf_type(int64_t type) {
   switch (type) {
     case 2: return TokenKind::kUnknown;
@@ -89,6 +93,27 @@ static TokenKind kind_of_gguf_type(int64_t type) {
   }
 }
 
+// A type outside 0..6 is not a kind llama.cpp knows: reading it as normal
+// would let text become a token the file meant to be special, or the reverse.
+static Status check_gguf_token_types(const GgufKeys& k, const gguf::Value* types,
+                                     const std::vector<std::string_view>& toks) {
+  if (!types) return Status::Ok();
+  if (types->elem_type == gguf::ValueType::kF32 || types->elem_type == gguf::ValueType::kF64) {
+    return Status(StatusCode::kCorrupt, fmt::format("{}: tokenizer.ggml.token_type is an array of {}, expected integers "
+                                                    "(token kinds 0..6)", k.name, gguf::value_type_name(types->elem_type)));
+  }
+  for (size_t i = 0; i < k.n_tokens; ++i) {
+    const int64_t v = types->array_i64(i);
+    if (v < 0 || v > 6) {
+      return Status(StatusCode::kCorrupt,
+                    fmt::format("{}: tokenizer.ggml.token_type[{}] = {} (token {}), expected 0..6 (1 normal, 2 unknown, "
+                                "3 control, 4 user-defined, 5 unused, 6 byte): a corrupted or hand-edited vocabulary?",
+                                k.name, i, v, shown(toks[i])));
+    }
+  }
+  return Status::Ok();
+}
+
 // Vocabulary strings, kinds, decoded bytes and the merge alphabet.
 Status TokenizerBuilder::gguf_tokens(const GgufKeys& k, Tokenizer* t) {
   auto toks_r = k.f.get_string_array("tokenizer.ggml.tokens");
@@ -96,6 +121,7 @@ Status TokenizerBuilder::gguf_tokens(const GgufKeys& k, Tokenizer* t) {
   const auto& toks = *toks_r.value();
   const size_t n = toks.size();
   LAYA_ASSIGN_OR_RETURN(const gguf::Value* types, k.per_token_array("tokenizer.ggml.token_type"));
+  LAYA_TRY(check_gguf_token_types(k, types, toks));
   BpeModel& bpe = *t->bpe_;
   t->text_.resize(n);
   t->bytes_.resize(n);
@@ -113,8 +139,8 @@ Status TokenizerBuilder::gguf_tokens(const GgufKeys& k, Tokenizer* t) {
         int b = parse_byte_token(s);
         if (b < 0)
           return Status(StatusCode::kCorrupt,
-                        fmt::format("{}: tokenizer.ggml.tokens[{}] = '{}' has type BYTE but is not <0xNN>", k.name,
-                                    i, s));
+                        fmt::format("{}: tokenizer.ggml.tokens[{}] = {} has type BYTE but is not <0xNN>", k.name,
+                                    i, shown(s)));
         bytes = std::string(1, char(b));
         if (bpe.byte_ids[b] < 0) bpe.byte_ids[b] = int32_t(i);
       } else if (kind == TokenKind::kNormal || kind == TokenKind::kUserDefined || kind == TokenKind::kUnused) {
@@ -141,8 +167,14 @@ Status TokenizerBuilder::gguf_spm(const GgufKeys& k, Tokenizer* t) {
   bpe.byte_level = false;
   bpe.byte_fallback = true;
   bpe.scores.assign(k.n_tokens, 0.f);
-  if (scores)
-    for (size_t i = 0; i < k.n_tokens; ++i) bpe.scores[i] = float(scores->array_f64(i));
+  // Merges go by score: a NaN breaks the ordering the merge queue relies on.
+  for (size_t i = 0; scores && i < k.n_tokens; ++i) {
+    const double v = scores->array_f64(i);
+    if (!std::isfinite(v) || !std::isfinite(float(v)))
+      return Status(StatusCode::kCorrupt, fmt::format("{}: tokenizer.ggml.scores[{}] = {}, expected a finite number "
+                                                      "(SentencePiece merges by score)", k.name, i, v));
+    bpe.scores[i] = float(v);
+  }
   t->spm_escape_ = true;
   t->add_space_prefix_ = true;
   LAYA_TRY(k.flag("tokenizer.ggml.add_space_prefix", &t->add_space_prefix_));
@@ -170,7 +202,7 @@ Status TokenizerBuilder::gguf_bpe(const GgufKeys& k, Tokenizer* t) {
     size_t sp = m.find(' ', 1);
     if (sp == std::string_view::npos)
       return Status(StatusCode::kCorrupt,
-                    fmt::format("{}: tokenizer.ggml.merges[{}] = '{}' has no space", k.name, r, m));
+                    fmt::format("{}: tokenizer.ggml.merges[{}] = {} has no space", k.name, r, shown(m)));
     if (!byte_level_decode(m.substr(0, sp), &a)) a = std::string(m.substr(0, sp));
     if (!byte_level_decode(m.substr(sp + 1), &b)) b = std::string(m.substr(sp + 1));
     int32_t la = bpe.find(a), lb = bpe.find(b), lm = bpe.find(a + b);
@@ -219,6 +251,8 @@ void TokenizerBuilder::gguf_added_tokens(const GgufKeys& k, Tokenizer* t) {
   for (size_t i = 0; i < k.n_tokens; ++i) {
     const TokenKind kind = t->kind_[i];
     if (kind != TokenKind::kControl && kind != TokenKind::kUserDefined && kind != TokenKind::kUnknown) continue;
+    // An empty token cannot be cut out of text; llama.cpp keeps it as an id only.
+    if ((spm ? t->text_[i] : t->bytes_[i]).empty()) continue;
     t->added_.push_back({spm ? t->text_[i] : t->bytes_[i], int32_t(i), kind != TokenKind::kUserDefined});
   }
   // Token attributes llama.cpp sets by model name: Phi-3's special tokens eat the whitespace after them.
@@ -242,8 +276,8 @@ Result<std::unique_ptr<Tokenizer>> TokenizerBuilder::gguf(const gguf::File& f) {
   else if (model == "llama") t->type_ = ModelType::kSpm;
   else
     return Status(StatusCode::kUnsupported,
-                  fmt::format("{}: tokenizer.ggml.model = '{}' is not supported (supported: gpt2, llama)", k.name,
-                              model));
+                  fmt::format("{}: tokenizer.ggml.model = {} is not supported (supported: gpt2, llama)", k.name,
+                              shown(model)));
   auto toks_r = f.get_string_array("tokenizer.ggml.tokens");
   if (!toks_r.ok()) return toks_r.status().with_context(k.ctx("tokenizer.ggml.tokens"));
   k.n_tokens = toks_r.value()->size();
@@ -258,7 +292,8 @@ Result<std::unique_ptr<Tokenizer>> TokenizerBuilder::gguf(const gguf::File& f) {
   LAYA_TRY(t->type_ == ModelType::kSpm ? gguf_spm(k, t.get()) : gguf_bpe(k, t.get()));
   gguf_added_tokens(k, t.get());
   LAYA_TRY(gguf_special_ids(k, t.get()));
-  LAYA_TRY(t->finish_init(k.name));
+  LAYA_TRY(check_vocabulary(*t, k.name));
+  LAYA_TRY(t->finish_init());
   return t;
 }
 

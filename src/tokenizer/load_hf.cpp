@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/io.h"
 #include "core/json.h"
+#include "core/shown.h"
 #include "tokenizer/internal.h"
 
 namespace laya::tok {
@@ -78,7 +80,8 @@ Status parse_normalizer(const json& j, const std::string& name, const std::strin
       return unsupported(name, field + ".pattern", "only String patterns are supported in Replace normalizers");
     out->steps.push_back({Op::kReplace, pat.get<std::string>(), str_or(j, "content", "")});
   } else {
-    return unsupported(name, field + ".type", "normalizer '" + type + "' is not supported");
+    return unsupported(name, field + ".type", "normalizer " + shown(type) + " is not supported (supported: NFC, NFKC, "
+                       "NFD, NFKD, Lowercase, Prepend, Replace, Sequence)");
   }
   return Status::Ok();
 }
@@ -119,7 +122,7 @@ Status parse_pre(const json& j, const std::string& name, const std::string& fiel
     else if (beh == "MergedWithPrevious") b = SplitBehavior::kMergedWithPrevious;
     else if (beh == "MergedWithNext") b = SplitBehavior::kMergedWithNext;
     else if (beh == "Contiguous") b = SplitBehavior::kContiguous;
-    else return bad(name, field + ".behavior", "unknown behavior '" + beh + "'");
+    else return bad(name, field + ".behavior", "unknown behavior " + shown(beh));
     LAYA_TRY(add_split(pre, p, literal, b, bool_or(j, "invert", false), name, field + ".pattern"));
   } else if (type == "ByteLevel") {
     if (bool_or(j, "add_prefix_space", false))
@@ -144,7 +147,8 @@ Status parse_pre(const json& j, const std::string& name, const std::string& fiel
   } else if (type == "WhitespaceSplit") {
     LAYA_TRY(add_split(pre, "\\s+", false, SplitBehavior::kRemoved, false, name, field));
   } else {
-    return unsupported(name, field + ".type", "pre-tokenizer '" + type + "' is not supported");
+    return unsupported(name, field + ".type", "pre-tokenizer " + shown(type) + " is not supported (supported: Split, "
+                       "ByteLevel, Metaspace, Digits, Punctuation, Whitespace, WhitespaceSplit, Sequence)");
   }
   return Status::Ok();
 }
@@ -165,6 +169,64 @@ std::string token_name(const json& j) {
   return {};
 }
 
+// Who holds an id while tokenizer.json is read (else the index in added_tokens).
+constexpr int32_t kNoOwner = -2, kVocabOwner = -1;
+
+// Decoders: decode() concatenates the tokens' bytes, which the loader has
+// already mapped ("▁" → " ", <0xNN> → the byte, byte-level characters → bytes),
+// and drops one leading space for SentencePiece-style decoders. These are the
+// decoders that amount to exactly that; any other would print different text.
+Status check_decoder(const json& d, const std::string& name, const std::string& field) {
+  if (d.is_null()) return Status::Ok();
+  if (!d.is_object()) return bad(name, field, "expected an object");
+  const std::string type = str_or(d, "type", "");
+  if (type == "ByteLevel" || type == "ByteFallback" || type == "Fuse" || type == "Metaspace") return Status::Ok();
+  if (type == "Sequence") {
+    const json& arr = fld(d, "decoders");
+    if (!arr.is_array()) return bad(name, field + ".decoders", "missing or not an array");
+    for (size_t i = 0; i < arr.size(); ++i)
+      LAYA_TRY(check_decoder(arr[i], name, field + ".decoders[" + std::to_string(i) + "]"));
+    return Status::Ok();
+  }
+  if (type == "Replace") {
+    // The SentencePiece word marker back to a space, which the loader does.
+    if (str_or(fld(d, "pattern"), "String", "") == "\xE2\x96\x81" && str_or(d, "content", "") == " ") return Status::Ok();
+    return unsupported(name, field, "only a Replace of \"\xE2\x96\x81\" by \" \" is supported in decoders");
+  }
+  if (type == "Strip") {
+    // At most one leading space (SentencePiece's prefix), nothing at the end.
+    const int64_t start = fld(d, "start").is_number_integer() ? fld(d, "start").get<int64_t>() : 0;
+    const int64_t stop = fld(d, "stop").is_number_integer() ? fld(d, "stop").get<int64_t>() : 0;
+    if (str_or(d, "content", "") == " " && start <= 1 && stop == 0) return Status::Ok();
+    return unsupported(name, field, "only a Strip of one leading space is supported in decoders");
+  }
+  if (type == "WordPiece" || type == "BPEDecoder" || type == "CTC")
+    return unsupported(name, field + ".type", "decoder " + shown(type) + " is not supported");
+  return unsupported(name, field + ".type", "unknown decoder " + shown(type) + " (supported: ByteLevel, ByteFallback, "
+                     "Fuse, Metaspace, Replace, Strip, Sequence)");
+}
+
+// Post-processors: a TemplateProcessing's ids are added around the text
+// (hf_post_processor); ByteLevel only trims offsets. Others would add ids
+// this loader does not know about.
+Status check_post_processor(const json& p, const std::string& name, const std::string& field) {
+  if (p.is_null()) return Status::Ok();
+  if (!p.is_object()) return bad(name, field, "expected an object");
+  const std::string type = str_or(p, "type", "");
+  if (type == "TemplateProcessing" || type == "ByteLevel") return Status::Ok();
+  if (type == "Sequence") {
+    const json& arr = fld(p, "processors");
+    if (!arr.is_array()) return bad(name, field + ".processors", "missing or not an array");
+    for (size_t i = 0; i < arr.size(); ++i)
+      LAYA_TRY(check_post_processor(arr[i], name, field + ".processors[" + std::to_string(i) + "]"));
+    return Status::Ok();
+  }
+  if (type == "BertProcessing" || type == "RobertaProcessing")
+    return unsupported(name, field + ".type", "post-processor " + shown(type) + " is not supported");
+  return unsupported(name, field + ".type", "unknown post-processor " + shown(type) +
+                                                " (supported: TemplateProcessing, ByteLevel, Sequence)");
+}
+
 }  // namespace
 
 // The size of the id space: one more than the largest id of model.vocab and added_tokens.
@@ -172,10 +234,10 @@ static Result<size_t> hf_id_space(const json& vocab, const json& added, const st
   int64_t max_id = -1;
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     if (!it.value().is_number_integer())
-      return bad(name, "model.vocab[\"" + it.key() + "\"]", "id is not an integer");
+      return bad(name, "model.vocab[" + shown(it.key()) + "]", "id is not an integer");
     int64_t id = it.value().get<int64_t>();
     if (id < 0 || id > (1 << 26))
-      return bad(name, "model.vocab[\"" + it.key() + "\"]", "id " + std::to_string(id) + " is out of range");
+      return bad(name, "model.vocab[" + shown(it.key()) + "]", "id " + std::to_string(id) + " is out of range");
     max_id = std::max(max_id, id);
   }
   for (size_t i = 0; i < added.size(); ++i) {
@@ -186,25 +248,45 @@ static Result<size_t> hf_id_space(const json& vocab, const json& added, const st
     if (id < 0 || id > (1 << 26)) return bad(name, "added_tokens[" + std::to_string(i) + "].id", "out of range");
     max_id = std::max(max_id, id);
   }
-  return size_t(max_id + 1);
+  // Ids are rows of the model's embedding: a gap is an id no text maps to and
+  // no decoder can print, and in a hand-edited file it usually means every
+  // later id is off by one. Checked here, before tables of max_id + 1 entries
+  // are allocated (one stray id of 60 million would cost gigabytes).
+  const size_t n = size_t(max_id + 1);
+  std::vector<bool> present(n, false);
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) present[size_t(it.value().get<int64_t>())] = true;
+  for (const json& a : added) present[size_t(a["id"].get<int64_t>())] = true;
+  size_t first = n, missing = 0;
+  for (size_t id = 0; id < n; ++id) {
+    if (present[id]) continue;
+    if (first == n) first = id;
+    ++missing;
+  }
+  if (missing > 0) {
+    return Status(StatusCode::kCorrupt,
+                  fmt::format("{}: id {} belongs to no token of model.vocab or added_tokens ({} of ids 0..{} have none): "
+                              "ids must be dense; a token deleted by hand, or ids from another vocabulary?",
+                              name, first, missing, n - 1));
+  }
+  return n;
 }
 
 // model.vocab: strings, kinds and decoded bytes; byte tokens <0xNN> with byte_fallback.
 Status TokenizerBuilder::hf_vocab(const json& model, const std::string& name, size_t n, Tokenizer* t,
-                                  std::vector<bool>* seen) {
+                                  std::vector<int32_t>* owner) {
   const json& vocab = model["vocab"];
   t->text_.assign(n, std::string());
   t->bytes_.assign(n, std::string());
   t->kind_.assign(n, TokenKind::kUnused);
-  seen->assign(n, false);
+  owner->assign(n, kNoOwner);
   BpeModel& bpe = *t->bpe_;
   bpe.vocab.reserve(n * 2);
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
     size_t id = size_t(it.value().get<int64_t>());
-    if ((*seen)[id])
-      return bad(name, "model.vocab", "id " + std::to_string(id) + " is assigned to both '" + t->text_[id] +
-                                          "' and '" + it.key() + "'");
-    (*seen)[id] = true;
+    if ((*owner)[id] != kNoOwner)
+      return bad(name, "model.vocab", "id " + std::to_string(id) + " is assigned to both " + shown(t->text_[id]) +
+                                          " and " + shown(it.key()));
+    (*owner)[id] = kVocabOwner;
     const std::string& s = it.key();
     t->text_[id] = s;
     t->kind_[id] = TokenKind::kNormal;
@@ -254,7 +336,7 @@ Status TokenizerBuilder::hf_merges(const json& model, const std::string& name, T
       const std::string& s = m.get_ref<const std::string&>();
       size_t sp = s.find(' ');
       if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
-        return bad(name, field, "'" + s + "' is not two tokens separated by a space");
+        return bad(name, field, shown(s) + " is not two tokens separated by a space");
       a = s.substr(0, sp);
       b = s.substr(sp + 1);
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
@@ -265,8 +347,8 @@ Status TokenizerBuilder::hf_merges(const json& model, const std::string& name, T
     }
     int32_t la = id_of(a), lb = id_of(b), lm = id_of(a + b);
     if (la < 0 || lb < 0 || lm < 0)
-      return bad(name, field,
-                 "'" + a + " " + b + "': token '" + (la < 0 ? a : lb < 0 ? b : a + b) + "' is not in model.vocab");
+      return bad(name, field, shown(a + " " + b) + ": token " + shown(la < 0 ? a : lb < 0 ? b : a + b) +
+                                  " is not in model.vocab");
     bpe.merges.emplace((uint64_t(uint32_t(la)) << 32) | uint32_t(lb), BpeModel::Merge{int32_t(r), lm});
   }
   return Status::Ok();
@@ -276,16 +358,25 @@ Status TokenizerBuilder::hf_merges(const json& model, const std::string& name, T
 // or what llama.cpp's converter and loader make control) only with
 // parse_special; see Tokenizer::split_added.
 Status TokenizerBuilder::hf_added_tokens(const json& added, const std::string& name, Tokenizer* t,
-                                         std::vector<bool>* seen) {
+                                         std::vector<int32_t>* owner) {
   const bool byte_level = t->bpe_->byte_level;
   for (size_t i = 0; i < added.size(); ++i) {
     const json& a = added[i];
     size_t id = size_t(a["id"].get<int64_t>());
     const std::string& content = a["content"].get_ref<const std::string&>();
-    if ((*seen)[id] && t->text_[id] != content)
-      return bad(name, "added_tokens[" + std::to_string(i) + "]",
-                 "id " + std::to_string(id) + " is '" + content + "' but model.vocab has '" + t->text_[id] + "'");
-    (*seen)[id] = true;
+    const std::string field = "added_tokens[" + std::to_string(i) + "]";
+    // An added token is matched by its text: empty text matches nowhere.
+    if (content.empty()) return bad(name, field + ".content", "is empty (id " + std::to_string(id) + ")");
+    // An id names one token. An added token may restate a vocabulary token
+    // (Mistral's "<s>"), not replace it: the id would encode as one text and
+    // decode as another (a BOS that prints as something else).
+    const int32_t prev = (*owner)[id];
+    if (prev != kNoOwner && t->text_[id] != content) {
+      const std::string who = prev == kVocabOwner ? "model.vocab" : "added_tokens[" + std::to_string(prev) + "]";
+      return bad(name, field, "id " + std::to_string(id) + " is " + shown(content) + " but " + who + " has " +
+                                  shown(t->text_[id]) + " at that id");
+    }
+    if (prev == kNoOwner) (*owner)[id] = int32_t(i);
     t->text_[id] = content;
     // The ByteLevel decoder maps an added token through the byte alphabet when
     // every character is in it (so "ĠHi" decodes to " Hi"), else keeps it as is.
@@ -315,7 +406,8 @@ Status TokenizerBuilder::hf_added_tokens(const json& added, const std::string& n
 
 // The post-processor template (ids before / after the sequence) and the BOS /
 // EOS ids named by tokenizer_config.json.
-Status TokenizerBuilder::hf_post_processor(const json& tj, const json& cfg, const std::string& name, Tokenizer* t) {
+Status TokenizerBuilder::hf_post_processor(const json& tj, const json& cfg, const std::string& name,
+                                           const std::string& cfg_name, Tokenizer* t) {
   const json& vocab = tj["model"]["vocab"];
   auto id_by_name = [&](const std::string& s) -> int32_t {
     for (const auto& ad : t->added_)
@@ -344,7 +436,8 @@ Status TokenizerBuilder::hf_post_processor(const json& tj, const json& cfg, cons
         }
       } else {
         int32_t id = id_by_name(sid);
-        if (id < 0) return bad(name, "post_processor.single[" + std::to_string(i) + "]", "unknown special token '" + sid + "'");
+        if (id < 0)
+          return bad(name, "post_processor.single[" + std::to_string(i) + "]", "unknown special token " + shown(sid));
         ids.push_back(id);
       }
       for (int32_t id : ids)
@@ -355,10 +448,21 @@ Status TokenizerBuilder::hf_post_processor(const json& tj, const json& cfg, cons
   }
   t->add_bos_ = !t->prefix_ids_.empty();
   t->add_eos_ = !t->suffix_ids_.empty();
-  std::string bos = token_name(fld(cfg, "bos_token"));
-  std::string eos = token_name(fld(cfg, "eos_token"));
-  if (!bos.empty()) t->bos_id_ = id_by_name(bos);
-  if (!eos.empty()) t->eos_id_ = id_by_name(eos);
+  // tokenizer_config.json names BOS and EOS by text: a name that is no token
+  // would leave the model without an end of generation, or with the wrong one.
+  for (const char* key : {"bos_token", "eos_token"}) {
+    const json& v = fld(cfg, key);
+    if (v.is_null()) continue;
+    if (!v.is_string() && !(v.is_object() && fld(v, "content").is_string()))
+      return bad(cfg_name, key, "expected a token's text or {\"content\": text}, found " + std::string(v.type_name()));
+    const std::string text = token_name(v);
+    if (text.empty()) continue;
+    const int32_t id = id_by_name(text);
+    if (id < 0)
+      return bad(cfg_name, key, shown(text) + " names no token of " + name + " (a tokenizer_config.json from another "
+                                "model?)");
+    (key == std::string_view("bos_token") ? t->bos_id_ : t->eos_id_) = id;
+  }
   if (t->bos_id_ < 0 && !t->prefix_ids_.empty()) t->bos_id_ = t->prefix_ids_[0];
   if (t->eos_id_ < 0 && !t->suffix_ids_.empty()) t->eos_id_ = t->suffix_ids_.back();
   return Status::Ok();
@@ -380,17 +484,18 @@ static bool decoder_strips_leading_space(const json& d) {
 }
 
 Result<std::unique_ptr<Tokenizer>> TokenizerBuilder::hf(std::string_view tj_text, std::string_view cfg_text,
-                                                        const std::string& name) {
+                                                        const std::string& name, const std::string& cfg_name) {
   LAYA_ASSIGN_OR_RETURN(json tj, parse_json(tj_text, name));
   json cfg = json::object();
   if (!cfg_text.empty()) {
-    LAYA_ASSIGN_OR_RETURN(cfg, parse_json(cfg_text, name + ": tokenizer_config.json"));
+    LAYA_ASSIGN_OR_RETURN(cfg, parse_json(cfg_text, cfg_name));
+    if (!cfg.is_object()) return bad(cfg_name, "(root)", "expected a JSON object");
   }
   if (!tj.is_object()) return bad(name, "(root)", "expected a JSON object");
   const json& model = fld(tj, "model");
   if (!model.is_object()) return bad(name, "model", "missing or not an object");
   std::string mtype = str_or(model, "type", "BPE");
-  if (mtype != "BPE") return unsupported(name, "model.type", "'" + mtype + "' is not supported (only BPE)");
+  if (mtype != "BPE") return unsupported(name, "model.type", shown(mtype) + " is not supported (only BPE)");
   if (!str_or(model, "continuing_subword_prefix", "").empty() || !str_or(model, "end_of_word_suffix", "").empty())
     return unsupported(name, "model.continuing_subword_prefix", "subword prefixes/suffixes are not supported");
   if (!fld(model, "vocab").is_object()) return bad(name, "model.vocab", "missing or not an object");
@@ -410,14 +515,14 @@ Result<std::unique_ptr<Tokenizer>> TokenizerBuilder::hf(std::string_view tj_text
   bpe.byte_fallback = bool_or(model, "byte_fallback", false);
   bpe.fuse_unk = bool_or(model, "fuse_unk", false);
   bpe.ignore_merges = t->ignore_merges_ = bool_or(model, "ignore_merges", false);
-  std::vector<bool> seen;
-  LAYA_TRY(hf_vocab(model, name, n, t.get(), &seen));
+  std::vector<int32_t> owner;  // per id: kNoOwner, kVocabOwner or the index in added_tokens
+  LAYA_TRY(hf_vocab(model, name, n, t.get(), &owner));
   LAYA_TRY(hf_merges(model, name, t.get()));
-  LAYA_TRY(hf_added_tokens(added, name, t.get(), &seen));
+  LAYA_TRY(hf_added_tokens(added, name, t.get(), &owner));
   std::string unk = str_or(model, "unk_token", "");
   if (!unk.empty()) {
     auto it = model["vocab"].find(unk);
-    if (it == model["vocab"].end()) return bad(name, "model.unk_token", "'" + unk + "' is not in model.vocab");
+    if (it == model["vocab"].end()) return bad(name, "model.unk_token", shown(unk) + " is not in model.vocab");
     t->unk_id_ = bpe.unk_id = int32_t(it.value().get<int64_t>());
     if (t->kind_[size_t(t->unk_id_)] == TokenKind::kNormal) t->kind_[size_t(t->unk_id_)] = TokenKind::kUnknown;
   }
@@ -425,28 +530,37 @@ Result<std::unique_ptr<Tokenizer>> TokenizerBuilder::hf(std::string_view tj_text
     for (int c = 0; c < 256; ++c) bpe.byte_ids[c] = bpe.find(std::string(1, char(c)));
   LAYA_TRY(parse_normalizer(fld(tj, "normalizer"), name, "normalizer", t->normalizer_.get()));
   LAYA_TRY(parse_pre(fld(tj, "pre_tokenizer"), name, "pre_tokenizer", t->pre_.get(), t->normalizer_.get()));
+  LAYA_TRY(check_decoder(fld(tj, "decoder"), name, "decoder"));
   t->spm_decode_strip_ = decoder_strips_leading_space(fld(tj, "decoder"));
-  LAYA_TRY(hf_post_processor(tj, cfg, name, t.get()));
-  LAYA_TRY(t->finish_init(name));
+  LAYA_TRY(check_post_processor(fld(tj, "post_processor"), name, "post_processor"));
+  LAYA_TRY(hf_post_processor(tj, cfg, name, cfg_name, t.get()));
+  LAYA_TRY(check_vocabulary(*t, name));
+  LAYA_TRY(t->finish_init());
   return t;
+}
+
+// The tokenizer_config.json beside a tokenizer.json, for messages about it.
+static std::string config_path_beside(const std::string& tokenizer_json) {
+  return (std::filesystem::path(tokenizer_json).parent_path() / "tokenizer_config.json").string();
 }
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_json(const std::string& path) {
   LAYA_ASSIGN_OR_RETURN(std::string tj, read_file(path));
   std::string cfg;
-  auto cfg_path = std::filesystem::path(path).parent_path() / "tokenizer_config.json";
+  const std::string cfg_path = config_path_beside(path);
   std::error_code ec;
   if (std::filesystem::exists(cfg_path, ec)) {
-    auto r = read_file(cfg_path.string());
-    if (r.ok()) cfg = std::move(r).value();
+    // Present but unreadable is an error: without it BOS and EOS would
+    // silently fall back to the post-processor's guesses.
+    LAYA_ASSIGN_OR_RETURN(cfg, read_file(cfg_path));
   }
-  return TokenizerBuilder::hf(tj, cfg, path);
+  return TokenizerBuilder::hf(tj, cfg, path, cfg_path);
 }
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_hf_json_text(std::string_view tokenizer_json,
                                                                 std::string_view tokenizer_config_json,
                                                                 const std::string& name) {
-  return TokenizerBuilder::hf(tokenizer_json, tokenizer_config_json, name);
+  return TokenizerBuilder::hf(tokenizer_json, tokenizer_config_json, name, config_path_beside(name));
 }
 
 }  // namespace laya::tok

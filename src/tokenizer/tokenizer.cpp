@@ -103,24 +103,11 @@ bool Tokenizer::is_eog(int32_t id) const {
   return token_kind(id) == TokenKind::kControl && eog_token_text(token_text(id));
 }
 
-Status Tokenizer::finish_init(const std::string& name) {
-  size_t n = text_.size();
-  if (bytes_.size() != n || kind_.size() != n)
-    return Status(StatusCode::kInternal, name + ": tokenizer tables have different sizes");
-  auto check = [&](int32_t id, const char* what) -> Status {
-    if (id >= int64_t(n))
-      return Status(StatusCode::kCorrupt,
-                    fmt::format("{}: {} = {} is out of range (vocabulary has {} tokens)", name, what, id, n));
-    return Status::Ok();
-  };
-  LAYA_TRY(check(bos_id_, "bos token id"));
-  LAYA_TRY(check(eos_id_, "eos token id"));
-  LAYA_TRY(check(unk_id_, "unknown token id"));
+// Runs on a vocabulary that TokenizerBuilder::check_vocabulary has accepted.
+Status Tokenizer::finish_init() {
   // Added tokens, longest first; index by first byte.
   std::stable_sort(added_.begin(), added_.end(),
                    [](const Added& a, const Added& b) { return a.content.size() > b.content.size(); });
-  added_.erase(std::remove_if(added_.begin(), added_.end(), [](const Added& a) { return a.content.empty(); }),
-               added_.end());
   for (const auto& a : added_) {
     added_first_byte_[uint8_t(a.content[0])] = true;
     max_added_len_ = std::max(max_added_len_, a.content.size());
@@ -148,7 +135,7 @@ Status Tokenizer::finish_init(const std::string& name) {
       spm_prefix_ = pre;
     }
   }
-  for (int32_t id = 0; id < int32_t(n); ++id) {
+  for (int32_t id = 0; id < n_vocab(); ++id) {
     const std::string& t = text_[size_t(id)];
     if (kind_[size_t(id)] != TokenKind::kControl) continue;
     if (eot_id_ < 0 && (t == "<|eot_id|>" || t == "<|im_end|>" || t == "<|end|>" || t == "<end_of_turn>"))

@@ -150,7 +150,8 @@ class Tokenizer {
   Tokenizer();
   friend struct TokenizerBuilder;
 
-  Status finish_init(const std::string& name);
+  // Indexes the added tokens and SentencePiece boundaries of a checked vocabulary.
+  Status finish_init();
 
   ModelType type_ = ModelType::kByteBpe;
   std::string pre_name_;

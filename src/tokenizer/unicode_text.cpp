@@ -8,6 +8,7 @@
 #include <array>
 #include <cstring>
 
+#include "core/shown.h"
 #include "tokenizer/internal.h"
 
 namespace laya::tok {
@@ -238,13 +239,15 @@ Result<std::unique_ptr<Regex>> Regex::compile(const std::string& pattern, bool l
   int err = 0;
   PCRE2_SIZE off = 0;
   uint32_t flags = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF;
-  if (literal) flags |= PCRE2_LITERAL;
+  // PCRE2 refuses PCRE2_UCP beside PCRE2_LITERAL ("invalid option bits"), and a
+  // literal has no character classes for it to change.
+  if (literal) flags = (flags & ~uint32_t{PCRE2_UCP}) | PCRE2_LITERAL;
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), flags, &err,
                                    &off, nullptr);
   if (!code) {
     PCRE2_UCHAR buf[256];
     pcre2_get_error_message(err, buf, sizeof(buf));
-    return Status(StatusCode::kCorrupt, fmt::format("regex '{}': {} at offset {}", pattern,
+    return Status(StatusCode::kCorrupt, fmt::format("regex {}: {} at offset {}", shown(pattern),
                                                     reinterpret_cast<const char*>(buf), size_t(off)));
   }
   pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // falls back to the interpreter if JIT is unavailable

@@ -112,7 +112,10 @@ Result<std::shared_ptr<const Model>> EngineFlags::load_model() const {
 }
 
 Result<std::unique_ptr<tok::Tokenizer>> EngineFlags::load_tokenizer(const Model& model) const {
-  return model.gguf_file() ? tok::Tokenizer::from_gguf(*model.gguf_file()) : tok::Tokenizer::from_path(model_path);
+  LAYA_ASSIGN_OR_RETURN(std::unique_ptr<tok::Tokenizer> t, model.gguf_file() ? tok::Tokenizer::from_gguf(*model.gguf_file())
+                                                                            : tok::Tokenizer::from_path(model_path));
+  LAYA_TRY(model.check_tokenizer_size(t->n_vocab(), model.gguf_file() ? model_path : model_path + "/tokenizer.json"));
+  return t;
 }
 
 Result<std::unique_ptr<Engine>> EngineFlags::make_typing_engine(std::shared_ptr<const Model> model,
