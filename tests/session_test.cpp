@@ -488,7 +488,9 @@ TEST(SessionSuggest, TypingThroughASuggestionIsFreeAndExact) {
     }
     // Healing re-generates the cut word, so every character typed into a
     // predicted token is free.
-    if (heal) EXPECT_GE(free, 3);
+    if (heal) {
+      EXPECT_GE(free, 3);
+    }
   }
   // Without healing, typing a whole predicted token (when the text then
   // tokenizes to the prompt plus that token) is free.
@@ -591,7 +593,9 @@ TEST(SessionSuggest, WindowHoldsStillWhileTyping) {
     auto t = s.suggest();
     ASSERT_TRUE(t.ok());
     moves += t->window_moved;
-    if (!t->window_moved) EXPECT_LE(t->timings.tokens_computed, 3);
+    if (!t->window_moved) {
+      EXPECT_LE(t->timings.tokens_computed, 3);
+    }
   }
   EXPECT_LE(moves, 1) << "the window should move in large steps";
   EXPECT_EQ(s.window_moves(), moves + (a->window_moved ? 1 : 0));

@@ -11,8 +11,8 @@
 //     text after the cursor, whole lines up to SessionOptions::fim_suffix_tokens)
 //     is in the prompt (PSM order by default: the order the default model
 //     was trained on);
-//   - token healing: the tokens of the last pre-token piece before the cursor
-//     are taken back and the suggestion must start with their bytes;
+//   - token healing: the last token before the cursor (of the last pre-token
+//     piece) is taken back and the suggestion must start with its bytes;
 //   - typing through a suggestion: the generated tokens stay cached, and when
 //     the new prompt is the old prompt plus some of them (the user typed or
 //     accepted what was suggested), the rest is reused with no forward pass
