@@ -648,7 +648,8 @@ TEST(SessionCApi, EditSuggestAcceptCancel) {
   EXPECT_EQ(laya_session_new_with_options(e, t, &o, &s), LAYA_INVALID_ARGUMENT);
   EXPECT_NE(std::string(laya_last_error()).find("fim_suffix_tokens"), std::string::npos) << laya_last_error();
   laya_session_options_default(&o);
-  o.fim = static_cast<laya_fim_order>(7);
+  const int bad_fim = 7;  // as a C caller could pass it (copied: not a valid enum value in C++)
+  std::memcpy(&o.fim, &bad_fim, sizeof bad_fim);
   EXPECT_EQ(laya_session_new_with_options(e, t, &o, &s), LAYA_INVALID_ARGUMENT);
   o.fim = LAYA_FIM_OFF;
   o.heal = 0;

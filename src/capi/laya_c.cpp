@@ -212,7 +212,12 @@ laya_status laya_session_new_with_options(laya_engine* engine, const laya_tokeni
   if (!engine || !tok || !opt || !out) return invalid("laya_session_new: engine, tok, options and out must not be NULL");
   laya::SessionOptions so;
   so.heal = opt->heal != 0;
-  switch (opt->fim) {
+  // Read as an int: a caller's out-of-range value in an enum object must not
+  // be loaded as the enum type (undefined behaviour; UBSan's -fsanitize=enum).
+  static_assert(sizeof(laya_fim_order) == sizeof(int));
+  int fim_raw = 0;
+  std::memcpy(&fim_raw, &opt->fim, sizeof fim_raw);
+  switch (fim_raw) {
     case LAYA_FIM_PSM: so.fim = laya::FimOrder::kPsm; break;
     case LAYA_FIM_SPM: so.fim = laya::FimOrder::kSpm; break;
     case LAYA_FIM_OFF: so.fim = laya::FimOrder::kOff; break;
