@@ -76,6 +76,7 @@ Session::Session(Engine& engine, const tok::Tokenizer& tokenizer, const SessionO
       tok_(tokenizer),
       opts_(options),
       prefix_tok_(tokenizer, /*parse_special=*/false),  // typed "<|endoftext|>" is text, not a control token
+      suffix_tok_(tokenizer, /*parse_special=*/false),
       seq_(engine.new_sequence()),
       masks_(continuation_masks(tokenizer, static_cast<int>(engine.n_vocab()), engine.hparams().eos_id)) {
   if (opts_.fim != FimOrder::kOff) {
@@ -332,17 +333,26 @@ Status Session::build_suffix() {
   suffix_valid_ = true;
   if (suffix.find_first_not_of(" \t\r\n") == std::string_view::npos) return Status::Ok();  // blank: no FIM
   const auto bound = static_cast<size_t>(opts_.fim_suffix_tokens);
+  // Tokenized by editing suffix_tok_ from its last text into this one (its ids
+  // always equal encode_append's): no allocation once warm, and little work.
+  auto tokenize = [&](std::string_view s) {
+    const std::string_view old = suffix_tok_.text();
+    size_t p = 0, q = 0;
+    while (p < old.size() && p < s.size() && old[p] == s[p]) ++p;
+    while (p > 0 && p < s.size() && utf8::is_continuation(static_cast<unsigned char>(s[p]))) --p;
+    while (q < old.size() - p && q < s.size() - p && old[old.size() - 1 - q] == s[s.size() - 1 - q]) ++q;
+    while (q > 0 && utf8::is_continuation(static_cast<unsigned char>(s[s.size() - q]))) --q;
+    return suffix_tok_.edit(p, old.size() - p - q, s.substr(p, s.size() - p - q));
+  };
   while (true) {
-    suffix_ids_.clear();
-    LAYA_TRY(tok_.encode_append(suffix, false, &suffix_ids_));
-    if (suffix_ids_.size() <= bound) break;
+    LAYA_TRY(tokenize(suffix));
+    if (suffix_tok_.ids().size() <= bound) break;
     const size_t last_nl = suffix.substr(0, suffix.size() - 1).rfind('\n');
-    if (last_nl == std::string_view::npos) {
-      suffix_ids_.resize(bound);
-      break;
-    }
+    if (last_nl == std::string_view::npos) break;  // one line too long: cut to its first tokens
     suffix = suffix.substr(0, last_nl + 1);
   }
+  const auto& ids = suffix_tok_.ids();
+  suffix_ids_.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), bound)));
   return Status::Ok();
 }
 

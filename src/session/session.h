@@ -239,6 +239,7 @@ class Session {
   // FIM: the three marker ids (or -1), the bounded suffix's text and ids.
   int32_t fim_pre_ = -1, fim_suf_ = -1, fim_mid_ = -1;
   std::string suffix_text_;
+  tok::EditTokenizer suffix_tok_;  // the suffix's ids, re-tokenized incrementally
   std::vector<int32_t> suffix_ids_;
   bool suffix_valid_ = false;
 

@@ -84,39 +84,43 @@ Status EditTokenizer::full() {
   last_full_ = true;
   last_bytes_ = text_.size();
   first_changed_ = 0;
-  std::vector<int32_t> old = std::move(ids_);
-  ids_.clear();
+  // The ids are made in a member scratch vector, compared with the old ones,
+  // then copied: both keep their capacity, so once warm nothing is allocated.
+  std::vector<int32_t>& ids = new_ids_;
+  ids.clear();
   units_.clear();
   if (!tok_.supports_incremental()) {
-    LAYA_TRY(tok_.encode_append(text_, parse_special_, &ids_));
+    LAYA_TRY(tok_.encode_append(text_, parse_special_, &ids));
   } else if (tok_.model_type() == ModelType::kSpm) {
     // SentencePiece: units are the raw pieces between uncrossable boundaries.
-    std::vector<Tokenizer::Fragment> frags;
+    std::vector<Tokenizer::Fragment>& frags = frags_;
+    frags.clear();
     tok_.split_added(text_, parse_special_, &frags);
     for (const auto& f : frags) {
       if (f.token >= 0) {
-        units_.push_back({f.begin, f.end, uint32_t(ids_.size()), 1, true});
-        ids_.push_back(f.token);
+        units_.push_back({f.begin, f.end, uint32_t(ids.size()), 1, true});
+        ids.push_back(f.token);
         continue;
       }
       std::string_view subject = std::string_view(text_).substr(0, f.end);
       for (size_t c = f.begin; c < f.end;) {
         Span p = tok_.next_level1_piece(subject, c);
-        uint32_t t0 = uint32_t(ids_.size());
-        tok_.encode_unit(subject.substr(p.begin, p.end - p.begin), p.begin == f.begin, &ids_);
-        units_.push_back({p.begin, p.end, t0, uint32_t(ids_.size()) - t0, false});
+        uint32_t t0 = uint32_t(ids.size());
+        tok_.encode_unit(subject.substr(p.begin, p.end - p.begin), p.begin == f.begin, &ids);
+        units_.push_back({p.begin, p.end, t0, uint32_t(ids.size()) - t0, false});
         c = p.end;
       }
     }
   } else {
-    std::vector<Tokenizer::Fragment> frags;
+    std::vector<Tokenizer::Fragment>& frags = frags_;
+    frags.clear();
     tok_.split_added(text_, parse_special_, &frags);
-    std::vector<Span> spans;
+    std::vector<Span>& spans = spans_;
     bool norm_changed = false;
     for (const auto& f : frags) {
       if (f.token >= 0) {
-        units_.push_back({f.begin, f.end, uint32_t(ids_.size()), 1, true});
-        ids_.push_back(f.token);
+        units_.push_back({f.begin, f.end, uint32_t(ids.size()), 1, true});
+        ids.push_back(f.token);
         continue;
       }
       std::string_view raw = std::string_view(text_).substr(f.begin, f.end - f.begin);
@@ -125,16 +129,17 @@ Status EditTokenizer::full() {
       spans.clear();
       tok_.pre_split(norm, &spans);
       for (const Span& s : spans) {
-        uint32_t t0 = uint32_t(ids_.size());
-        tok_.encode_piece(std::string_view(norm).substr(s.begin, s.end - s.begin), &ids_);
-        units_.push_back({f.begin + s.begin, f.begin + s.end, t0, uint32_t(ids_.size()) - t0, false});
+        uint32_t t0 = uint32_t(ids.size());
+        tok_.encode_piece(std::string_view(norm).substr(s.begin, s.end - s.begin), &ids);
+        units_.push_back({f.begin + s.begin, f.begin + s.end, t0, uint32_t(ids.size()) - t0, false});
       }
     }
     if (norm_changed) units_.clear();  // offsets of normalized text ≠ raw: no incremental edits
   }
   size_t i = 0;
-  while (i < old.size() && i < ids_.size() && old[i] == ids_[i]) ++i;
+  while (i < ids_.size() && i < ids.size() && ids_[i] == ids[i]) ++i;
   first_changed_ = i;
+  ids_.assign(ids.begin(), ids.end());
   return Status::Ok();
 }
 
@@ -202,8 +207,10 @@ Status EditTokenizer::edit(size_t pos, size_t del, std::string_view ins) {
   // The regex scan sees the fragment text; its start is irrelevant (no look-behind),
   // so the subject may begin at S.
   std::string_view subject = std::string_view(text_).substr(0, F_end);
-  std::vector<Unit> new_units;
-  std::vector<int32_t> new_ids;
+  std::vector<Unit>& new_units = new_units_;  // members: their capacity is kept from edit to edit
+  std::vector<int32_t>& new_ids = new_ids_;
+  new_units.clear();
+  new_ids.clear();
   size_t cursor = S;
   size_t j = k0;  // old unit index scanning for resync
   bool synced = false;

@@ -272,6 +272,12 @@ class EditTokenizer {
   std::vector<Unit> units_;
   size_t first_changed_ = 0, last_bytes_ = 0;
   bool last_full_ = true;
+  // Scratch of full() and edit(), kept so that their capacity is reused: once
+  // warm, an edit allocates nothing.
+  std::vector<int32_t> new_ids_;
+  std::vector<Unit> new_units_;
+  std::vector<Tokenizer::Fragment> frags_;
+  std::vector<Span> spans_;
 };
 
 // GPT-2's byte-level alphabet: the UTF-8 of the printable character that
