@@ -2,9 +2,39 @@
  *
  * Opaque handles; every fallible call returns a laya_status and, when it is
  * not LAYA_OK, leaves a message for laya_last_error() on the calling thread.
- * No call exits or aborts the process. Handles are not thread-safe: use one
- * engine (and its sequences) from one thread at a time; several engines may
- * run in parallel.
+ * No call exits or aborts the process: allocation failures and threads the OS
+ * refuses are LAYA_OUT_OF_MEMORY. Handles are not thread-safe: use one engine
+ * (and its sequences and sessions) from one thread at a time; several engines
+ * may run in parallel.
+ *
+ * Handles carry their type and owner:
+ *  - Each handle begins with a tag naming its type, checked by every call: a
+ *    NULL, a handle of another type (a cast) or a pointer to memory that is no
+ *    handle is LAYA_INVALID_ARGUMENT naming the argument. Calls that return a
+ *    value instead of a status return 0 / NULL / "" and leave the message;
+ *    the free functions ignore such a pointer. A free overwrites the tag, so a
+ *    second free or a later use is usually reported too, but that reads freed
+ *    memory: undefined behaviour in C, a best effort here, not a promise.
+ *  - A sequence records the engine that made it (a reference that expires when
+ *    laya_engine_free() runs, compared by identity, so an engine created later
+ *    at the same address is not taken for it). Used with another engine, or
+ *    after its engine was freed, it is LAYA_INVALID_ARGUMENT, with no access
+ *    to freed memory.
+ *  - Engines keep their model alive, sessions their engine and tokenizer: the
+ *    handles may be freed in any order.
+ *
+ * Counts: every count and length is checked before a buffer is read or
+ * written: negative, past the context (n and pos are compared without adding
+ * them) or larger than any buffer can be (more than PTRDIFF_MAX bytes).
+ *
+ * Model files are memory-mapped. A file truncated while mapped raises SIGBUS
+ * when a page past its new end is read, so laya_engine_create(),
+ * laya_tokenizer_from_model() and every forward pass (prefill, decode,
+ * suggest) first compare the file's size and modification time with those at
+ * load (one fstat, ~0.6 us) and return LAYA_IO naming the file if they
+ * changed. A file truncated during a forward pass cannot be caught: replace
+ * model files by renaming a new file over them (the mapping keeps the old
+ * one), never by writing into them.
  */
 #ifndef LAYA_LAYA_H
 #define LAYA_LAYA_H
@@ -18,13 +48,13 @@ extern "C" {
 
 typedef enum laya_status {
   LAYA_OK = 0,
-  LAYA_INVALID_ARGUMENT = 1, /* a NULL handle, a bad count, a token id out of range */
+  LAYA_INVALID_ARGUMENT = 1, /* a NULL / wrong-type handle, a sequence of another or a freed engine, a bad count, a token id out of range */
   LAYA_NOT_FOUND = 2,        /* file, key or tensor absent */
   LAYA_CORRUPT = 3,          /* the file violates its format (message names file, key/tensor, position) */
   LAYA_UNSUPPORTED = 4,      /* valid but not implemented: architecture, dtype, version */
   LAYA_OUT_OF_RANGE = 5,     /* a position past the cached tokens or the context length */
-  LAYA_IO = 6,               /* the OS refused to open or map a file */
-  LAYA_OUT_OF_MEMORY = 7,    /* an allocation or lock was refused */
+  LAYA_IO = 6,               /* the OS refused to open or map a file; a model file changed on disk while loaded */
+  LAYA_OUT_OF_MEMORY = 7,    /* an allocation, a thread or a lock was refused */
   LAYA_INTERNAL = 8,         /* a bug in laya: please report the message */
   LAYA_CANCELLED = 9         /* stopped on request; the sequence holds what was completed */
 } laya_status;
@@ -40,77 +70,111 @@ typedef struct laya_session laya_session;
 const char* laya_last_error(void);
 
 /* Loads a .gguf file or a Hugging Face / MLX folder (config.json +
- * safetensors). Weights are memory-mapped, not copied.
- * Returns LAYA_NOT_FOUND, LAYA_CORRUPT, LAYA_UNSUPPORTED or LAYA_IO on failure;
- * *out is set only on LAYA_OK. */
+ * safetensors). Weights are memory-mapped, not copied (see "Model files"
+ * above: do not truncate or rewrite the files in place while loaded).
+ * Returns LAYA_INVALID_ARGUMENT for a NULL path or out, LAYA_NOT_FOUND,
+ * LAYA_CORRUPT, LAYA_UNSUPPORTED or LAYA_IO on failure; *out is set only on
+ * LAYA_OK. */
 laya_status laya_model_load(const char* path, laya_model** out);
-/* Frees a model; engines created from it keep it alive until they are freed. */
+/* Frees a model; engines created from it keep it alive until they are freed.
+ * NULL, or a pointer that is no live model handle, is ignored. */
 void laya_model_free(laya_model* model);
 
 /* Creates an engine: thread pool, scratch, RoPE tables sized for n_ctx
  * tokens per sequence (0: min(training context, 4096)), and the KV block pool
  * every sequence takes its memory from (one full context of n_ctx positions).
- * n_threads 0 = all cores. LAYA_INVALID_ARGUMENT for a NULL model, an n_ctx
- * above 16M or more than 512 threads; LAYA_OUT_OF_MEMORY when the pool or
- * the threads cannot be made. */
+ * n_threads: 0 = all cores, else 1 to 4 x the cores the OS reports, at most
+ * 256 (more threads than cores only slow the forward pass down).
+ * LAYA_INVALID_ARGUMENT for a model that is no model handle, a NULL out,
+ * n_threads negative or past that bound, n_ctx negative or above 16M (the
+ * message names the value and the bound); LAYA_OUT_OF_MEMORY when the pool,
+ * the scratch or the threads cannot be made (the OS refused a thread);
+ * LAYA_IO when the model file changed on disk since it was loaded. */
 laya_status laya_engine_create(laya_model* model, int n_threads, int64_t n_ctx, laya_engine** out);
+/* Frees the engine handle. Its sequences then return LAYA_INVALID_ARGUMENT
+ * with any engine (they may still be read and freed); its sessions keep the
+ * engine working until they are freed. NULL, or a pointer that is no live
+ * engine handle, is ignored. */
 void laya_engine_free(laya_engine* engine);
+/* 0 (and a message) for an engine that is no live engine handle. */
 int64_t laya_engine_n_vocab(const laya_engine* engine);
 int64_t laya_engine_n_ctx(const laya_engine* engine);
 /* The engine mlocks the weights, scratch and KV pool where the OS allows.
  * "" when all of it is locked; else why not and how to allow it (the
  * locked-memory limit). The engine works either way. Valid for the engine's
- * lifetime. */
+ * lifetime ("" and a message for a bad handle). */
 const char* laya_engine_memory_lock_note(const laya_engine* engine);
 
 /* A new empty sequence of up to n_ctx positions. It takes KV blocks from the
  * engine's pool as it grows (nothing until its first token) and gives them
- * back when cut or freed. It may be freed before or after its engine, and
- * is used only with the engine that made it (else LAYA_INVALID_ARGUMENT). */
+ * back when cut or freed. It is used only with the engine that made it: with
+ * another engine, or after its engine was freed, prefill / decode / truncate
+ * return LAYA_INVALID_ARGUMENT and leave it unchanged. It may be freed before
+ * or after its engine, and n_past / logits stay readable after. */
 laya_status laya_sequence_new(laya_engine* engine, laya_sequence** out);
+/* NULL, or a pointer that is no live sequence handle, is ignored. */
 void laya_sequence_free(laya_sequence* seq);
-/* Tokens whose keys/values are cached. */
+/* Tokens whose keys/values are cached (0 and a message for a bad handle). */
 int64_t laya_sequence_n_past(const laya_sequence* seq);
 
 /* Feeds n tokens at positions pos, pos+1, ... after cutting the cache back to
  * pos (pos <= n_past). Afterwards laya_sequence_logits() holds the last
- * token's logits. LAYA_OUT_OF_RANGE if pos > n_past or pos + n > n_ctx;
- * LAYA_INVALID_ARGUMENT for n == 0, an id outside [0, n_vocab) or a sequence
- * of another engine; LAYA_OUT_OF_MEMORY when the KV pool has no free block
- * (the sequence keeps the tokens before pos). Allocates nothing after the
- * sequence's first call. */
+ * token's logits. Checked before tokens is read: LAYA_OUT_OF_RANGE if pos < 0,
+ * pos > n_past or n > n_ctx - pos; LAYA_INVALID_ARGUMENT for a bad handle, a
+ * sequence of another engine or of a freed one, n <= 0, tokens NULL, or an id
+ * outside [0, n_vocab) (nothing is changed); LAYA_OUT_OF_MEMORY when the KV
+ * pool has no free block (the sequence keeps the tokens before pos); LAYA_IO
+ * when the model file changed on disk. Allocates nothing after the sequence's
+ * first call. */
 laya_status laya_prefill(laya_engine* engine, laya_sequence* seq, const int32_t* tokens, int64_t n, int64_t pos);
-/* One decode step: token at position n_past. Errors as laya_prefill. */
+/* One decode step: token at position n_past. Errors as laya_prefill
+ * (LAYA_OUT_OF_RANGE when the sequence already holds n_ctx tokens). */
 laya_status laya_decode(laya_engine* engine, laya_sequence* seq, int32_t token);
-/* Cuts the cache back to pos (LAYA_OUT_OF_RANGE if pos > n_past). */
+/* Cuts the cache back to pos: LAYA_OUT_OF_RANGE if pos < 0 or pos > n_past;
+ * LAYA_INVALID_ARGUMENT for handles as laya_prefill. */
 laya_status laya_truncate(laya_engine* engine, laya_sequence* seq, int64_t pos);
 /* n_vocab logits of the last token of this sequence's last prefill/decode
- * (NULL before the first); valid until the sequence's next prefill/decode
- * or until it is freed. Other sequences' calls do not change them. */
+ * (NULL before the first, or for a bad handle); valid until the sequence's
+ * next prefill/decode or until it is freed. Other sequences' calls do not
+ * change them. */
 const float* laya_sequence_logits(const laya_sequence* seq);
 
-/* The tokenizer of a model (GGUF metadata, or tokenizer.json in the folder). */
+/* The tokenizer of a model (GGUF metadata, or tokenizer.json in the folder).
+ * LAYA_INVALID_ARGUMENT for a bad model handle or a NULL out; LAYA_IO when
+ * the model file changed on disk; the loader's errors otherwise. */
 laya_status laya_tokenizer_from_model(const laya_model* model, laya_tokenizer** out);
+/* NULL, or a pointer that is no live tokenizer handle, is ignored. Sessions
+ * keep the tokenizer they use. */
 void laya_tokenizer_free(laya_tokenizer* tok);
 /* Encodes len bytes of UTF-8 text. parse_special != 0 splits special-token
  * text such as "<|endoftext|>"; add_bos: 1 yes, 0 no, -1 the tokenizer's
  * default. Writes at most cap ids and sets *n_out to the number of ids the
  * text has: if *n_out > cap the call returns LAYA_OUT_OF_RANGE and the caller
- * retries with a larger buffer. */
+ * retries with a larger buffer (ids may be NULL with cap 0 to ask the count).
+ * LAYA_INVALID_ARGUMENT for a bad handle, a NULL n_out, text NULL with
+ * len > 0, len > PTRDIFF_MAX, cap < 0 or cap > PTRDIFF_MAX / 4, ids NULL with
+ * cap > 0, or add_bos other than 1, 0, -1. */
 laya_status laya_tokenize(const laya_tokenizer* tok, const char* text, size_t len, int parse_special, int add_bos,
                           int32_t* ids, int64_t cap, int64_t* n_out);
 /* Decodes n ids into buf (cap bytes, NUL-terminated when it fits); *len_out is
- * the text's length without the NUL. LAYA_OUT_OF_RANGE when cap <= *len_out. */
+ * the text's length without the NUL. LAYA_OUT_OF_RANGE when cap <= *len_out
+ * (buf may be NULL with cap 0 to ask the length). LAYA_INVALID_ARGUMENT for a
+ * bad handle, a NULL len_out, n < 0 or n > PTRDIFF_MAX / 4, ids NULL with
+ * n > 0, cap > PTRDIFF_MAX, buf NULL with cap > 0, or an id outside
+ * [0, n_vocab) (the message names it and its index). */
 laya_status laya_detokenize(const laya_tokenizer* tok, const int32_t* ids, int64_t n, char* buf, size_t cap,
                             size_t* len_out);
 
 /* A session: one document being typed, with suggestions at its cursor that
  * reuse the engine's cache from keystroke to keystroke (only the tokens after
  * the first changed one are computed). Offsets count Unicode code points.
- * The engine and the tokenizer must outlive the session. A session is used
+ * The session keeps its engine and tokenizer: their handles may be freed
+ * before it (they go with the last session that uses them). A session is used
  * from one thread at a time, except laya_session_cancel(), which any thread
- * may call while laya_session_suggest() runs elsewhere. LAYA_INVALID_ARGUMENT
- * for a NULL handle; LAYA_OUT_OF_MEMORY when the session cannot be made. */
+ * may call while laya_session_suggest() runs elsewhere. Every session call
+ * returns LAYA_INVALID_ARGUMENT for a NULL or wrong-type handle.
+ * laya_session_new: LAYA_INVALID_ARGUMENT for a bad engine or tokenizer
+ * handle or a NULL out; LAYA_OUT_OF_MEMORY when the session cannot be made. */
 laya_status laya_session_new(laya_engine* engine, const laya_tokenizer* tok, laya_session** out);
 /* How a session builds its prompts (see src/session/session.h). */
 typedef enum {
@@ -128,18 +192,22 @@ typedef struct laya_session_options {
 /* Fills *opt with the defaults (what laya_session_new uses). */
 void laya_session_options_default(laya_session_options* opt);
 /* laya_session_new with options; LAYA_INVALID_ARGUMENT (naming the field) for
- * an out-of-range one. */
+ * an out-of-range one (a fim that is none of the three values included), or
+ * NULL options. */
 laya_status laya_session_new_with_options(laya_engine* engine, const laya_tokenizer* tok,
                                           const laya_session_options* opt, laya_session** out);
+/* NULL, or a pointer that is no live session handle, is ignored. */
 void laya_session_free(laya_session* session);
 /* Replaces the whole text with len bytes of UTF-8; the cursor goes to its end.
- * LAYA_INVALID_ARGUMENT for text that is not valid UTF-8. */
+ * LAYA_INVALID_ARGUMENT for text that is not valid UTF-8, text NULL with
+ * len > 0, or len > PTRDIFF_MAX. */
 laya_status laya_session_set_text(laya_session* session, const char* text, size_t len);
 /* Replaces n_deleted code points at pos by len bytes of UTF-8 (a keystroke, a
  * paste, an input-method commit; n_deleted 0 inserts, len 0 deletes); the
  * cursor ends after the inserted text. Stops a suggestion in flight.
- * LAYA_OUT_OF_RANGE when pos or pos + n_deleted is past the text;
- * LAYA_INVALID_ARGUMENT for text that is not valid UTF-8. */
+ * LAYA_OUT_OF_RANGE when pos or pos + n_deleted is past the text (compared
+ * without overflow); LAYA_INVALID_ARGUMENT for text that is not valid UTF-8,
+ * inserted NULL with len > 0, or len > PTRDIFF_MAX. */
 laya_status laya_session_edit(laya_session* session, size_t pos, size_t n_deleted, const char* inserted, size_t len);
 /* Moves the cursor to code point pos (LAYA_OUT_OF_RANGE past the text). */
 laya_status laya_session_move(laya_session* session, size_t pos);
@@ -150,14 +218,18 @@ laya_status laya_session_accept(laya_session* session, size_t n_chars);
 /* A greedy suggestion of up to max_tokens tokens at the cursor, into buf (cap bytes, NUL-terminated when it fits; *len_out is its
  * length without the NUL). single_line != 0 stops at the end of the line.
  * deadline_ms > 0 is a latency budget from the call: no decode step is started
- * that would overrun it, and what exists is returned with LAYA_OK.
+ * that would overrun it, and what exists is returned with LAYA_OK (0,
+ * negative or NaN: none; above 1e9 ms, i.e. 11.6 days, or infinite: 1e9 ms).
  * LAYA_CANCELLED when laya_session_cancel() or an edit stopped it (buf holds
- * what was made); LAYA_OUT_OF_RANGE when cap <= *len_out;
- * LAYA_INVALID_ARGUMENT for max_tokens < 1 or >= the context. */
+ * what was made); LAYA_OUT_OF_RANGE when cap <= *len_out (buf may be NULL
+ * with cap 0 to ask the length); LAYA_INVALID_ARGUMENT for max_tokens < 1 or
+ * >= the context, a NULL len_out, buf NULL with cap > 0, or
+ * cap > PTRDIFF_MAX; LAYA_IO when the model file changed on disk. */
 laya_status laya_session_suggest(laya_session* session, int max_tokens, int single_line, double deadline_ms,
                                  char* buf, size_t cap, size_t* len_out);
 /* Stops a laya_session_suggest() in flight within one decode step or one
- * prefill chunk. Any thread; never blocks; NULL is ignored. */
+ * prefill chunk. Any thread; never blocks; NULL, or a pointer that is no live
+ * session handle, is ignored. */
 void laya_session_cancel(laya_session* session);
 
 #ifdef __cplusplus

@@ -10,19 +10,47 @@
 
 namespace laya {
 
-MappedFile::~MappedFile() {
+namespace {
+int64_t mtime_ns(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+}  // namespace
+
+MappedFile::~MappedFile() { release(); }
+
+void MappedFile::release() {
   if (owned_ && data_ && size_) munmap(const_cast<uint8_t*>(data_), size_);
+  if (fd_ >= 0) ::close(fd_);
+  data_ = nullptr; size_ = 0; owned_ = false; fd_ = -1;
 }
 
 MappedFile::MappedFile(MappedFile&& o) noexcept { *this = std::move(o); }
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
   if (this != &o) {
-    if (owned_ && data_ && size_) munmap(const_cast<uint8_t*>(data_), size_);
-    data_ = o.data_; size_ = o.size_; owned_ = o.owned_; path_ = std::move(o.path_);
-    o.data_ = nullptr; o.size_ = 0; o.owned_ = false;
+    release();
+    data_ = o.data_; size_ = o.size_; owned_ = o.owned_; fd_ = o.fd_; mtime_ns_ = o.mtime_ns_;
+    path_ = std::move(o.path_);
+    o.data_ = nullptr; o.size_ = 0; o.owned_ = false; o.fd_ = -1;
   }
   return *this;
+}
+
+Status MappedFile::check_unchanged() const {
+  if (fd_ < 0) return Status::Ok();
+  struct stat st {};
+  if (fstat(fd_, &st) != 0) {
+    return Status(StatusCode::kIo, fmt::format("{}: stat failed: {}", path_, std::strerror(errno)));
+  }
+  if (static_cast<uint64_t>(st.st_size) != size_ || mtime_ns(st) != mtime_ns_) {
+    return Status(StatusCode::kIo,
+                  fmt::format("{}: the file changed on disk after it was loaded ({} bytes then, {} now{}): its mapped "
+                              "weights are no longer valid; load it again (replace model files by renaming a new one "
+                              "over them, not by writing into them)",
+                              path_, size_, static_cast<int64_t>(st.st_size),
+                              static_cast<uint64_t>(st.st_size) == size_ ? ", rewritten in place" : ""));
+  }
+  return Status::Ok();
 }
 
 Result<MappedFile> MappedFile::open(const std::string& path) {
@@ -54,7 +82,8 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
     m.data_ = static_cast<const uint8_t*>(p);
     m.owned_ = true;
   }
-  ::close(fd);
+  m.fd_ = fd;  // kept: check_unchanged()
+  m.mtime_ns_ = mtime_ns(st);
   return m;
 }
 

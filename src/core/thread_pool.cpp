@@ -1,5 +1,7 @@
 #include "core/thread_pool.h"
 
+#include <algorithm>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define LAYA_PAUSE() _mm_pause()
@@ -17,16 +19,41 @@ namespace {
 constexpr int kSpinIterations = 20000;
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
-  workers_.reserve(static_cast<size_t>(n_threads_ - 1));
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_main(i); });
+int ThreadPool::max_threads() {
+  constexpr unsigned kCeiling = 256;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return static_cast<int>(hw == 0 ? kCeiling : std::min(4 * hw, kCeiling));
 }
 
-ThreadPool::~ThreadPool() {
+Status ThreadPool::check_count(int n_threads) {
+  const int bound = max_threads();
+  if (n_threads >= 0 && n_threads <= bound) return Status::Ok();
+  return Status(StatusCode::kInvalidArgument,
+                fmt::format("n_threads = {}: must be 0 (all cores) or 1 to {} (4 x the {} cores this machine reports, at "
+                            "most 256: more threads than that only slow the work down)",
+                            n_threads, bound, std::thread::hardware_concurrency()));
+}
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+  workers_.reserve(static_cast<size_t>(n_threads_ - 1));
+  try {
+    for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_main(i); });
+  } catch (...) {
+    // A joinable std::thread destroyed by the unwinding would terminate the
+    // process: stop and join the workers started so far, then report.
+    stop_workers();
+    throw;
+  }
+}
+
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
   stop_.store(true, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
   for (auto& t : workers_) t.join();
+  workers_.clear();
 }
 
 void ThreadPool::run(Fn fn, void* ctx) {

@@ -10,11 +10,27 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/status.h"
+
 namespace laya {
 
 class ThreadPool {
  public:
+  // The most threads a pool may have: 4 x the cores the OS reports, and never
+  // more than 256 (256 when the OS reports none). More threads than cores is
+  // allowed (to measure oversubscription, or where the OS under-reports), but
+  // every job ends at a barrier the caller spins on: past the cores each
+  // forward op waits for descheduled workers (2 busy cores: 8 threads decode
+  // ~60x slower than 2, 128 threads ~800x: a "hang"), and each worker reserves
+  // a stack (8 MiB) and the backend's per-thread scratch.
+  static int max_threads();
+  // n_threads as given by a caller (0: all cores): kInvalidArgument naming the
+  // value and the bound when it is negative or above max_threads().
+  static Status check_count(int n_threads);
+
   // n_threads includes the calling thread (n_threads - 1 workers are started).
+  // Throws std::system_error when the OS refuses a thread (after stopping and
+  // joining those already started), std::bad_alloc when memory runs out.
   explicit ThreadPool(int n_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -36,6 +52,7 @@ class ThreadPool {
 
  private:
   void worker_main(int index);
+  void stop_workers();
 
   int n_threads_;
   std::vector<std::thread> workers_;

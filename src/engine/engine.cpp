@@ -8,6 +8,8 @@
 
 #include <xxhash.h>
 
+#include "core/thread_pool.h"
+
 namespace laya {
 
 namespace {
@@ -58,7 +60,8 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
   e->opt_ = opt_in;
   const HParams& hp = e->model_->hparams();
   EngineOptions& o = e->opt_;
-  if (o.n_threads <= 0) o.n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  LAYA_TRY(ThreadPool::check_count(o.n_threads));  // negative, or past the bound: refused before any work
+  if (o.n_threads == 0) o.n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (o.n_ctx <= 0) o.n_ctx = std::min<int64_t>(hp.n_ctx_train, 4096);
   if (o.n_ctx > (int64_t{1} << 24)) {
     return Status(StatusCode::kInvalidArgument, fmt::format("n_ctx = {} is too large (max 16M)", o.n_ctx));
@@ -76,6 +79,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
                     hp.head_dim));
   }
   LAYA_TRY(KvBlockPool::check_block_positions(o.kv_block_positions));  // before the costly packing
+  LAYA_TRY(e->model_->check_files_unchanged());  // packing reads every weight
   ForwardLimits lim;
   lim.max_cols = std::max({hp.n_embd, hp.n_ff, hp.q_dim()});
   lim.max_ctx = o.n_ctx;
@@ -218,6 +222,8 @@ Status Engine::prefill(Sequence& seq, std::span<const int32_t> tokens, int64_t p
                               pos, seq.n_ctx()));
   }
   LAYA_TRY(check_tokens(tokens));
+  // A weights file truncated under us would raise SIGBUS in the forward pass.
+  LAYA_TRY(model_->check_files_unchanged());
   // The caller's all_logits array receives the rows directly where backend
   // memory is host memory (one matmul per chunk, as before the backend split).
   if (all_logits && !backend_->host_visible()) {

@@ -27,7 +27,7 @@ namespace laya {
 
 struct EngineOptions {
   std::string backend = "cpu";  // make_backend() name
-  int n_threads = 0;        // 0: all online cores
+  int n_threads = 0;        // 0: all online cores; at most ThreadPool::max_threads() (else kInvalidArgument)
   int64_t n_ctx = 0;        // positions per sequence; 0: min(training context, 4096)
   int64_t n_batch = 256;    // tokens per forward pass in a prefill
   // F32 by default: an F16 cache alone costs ~7e-4 relative logit error

@@ -30,6 +30,7 @@ class File {
   static Result<std::unique_ptr<File>> open(const std::string& path);
 
   const std::string& path() const { return map_.path(); }
+  const MappedFile& mapping() const { return map_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(const std::string& name) const;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }

@@ -53,6 +53,12 @@ uint64_t Model::weight_bytes() const {
   return n;
 }
 
+Status Model::check_files_unchanged() const {
+  if (gguf_) LAYA_TRY(gguf_->mapping().check_unchanged());
+  for (const auto& sh : shards_) LAYA_TRY(sh->mapping().check_unchanged());
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
   namespace fs = std::filesystem;
   std::unique_ptr<Model> m(new Model());

@@ -80,6 +80,10 @@ class Model {
   const std::vector<Tensor>& all_tensors() const { return all_; }
   uint64_t n_params() const;
   uint64_t weight_bytes() const;
+  // kIo naming the file when a mapped file was truncated or rewritten since
+  // load (MappedFile::check_unchanged): the engine checks before each forward
+  // pass, where reading a truncated page would raise SIGBUS.
+  Status check_files_unchanged() const;
 
  private:
   Model() = default;

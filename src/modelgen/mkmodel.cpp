@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <system_error>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "format/quantize.h"
 #include "core/random.h"
+#include "core/thread_pool.h"
 #include "format/gguf_writer.h"
 #include "model/hparams.h"
 #include "modelgen/presets.h"
@@ -144,7 +146,15 @@ class TensorWriter {
   static void run_threads(int nt, F& work) {
     if (nt <= 1) return work(0);
     std::vector<std::thread> th;
-    for (int k = 1; k < nt; ++k) th.emplace_back(work, k);
+    th.reserve(static_cast<size_t>(nt - 1));
+    int k = 1;
+    try {
+      for (; k < nt; ++k) th.emplace_back(work, k);
+    } catch (const std::system_error&) {
+      // The OS refused a thread: the caller does the shares of those not
+      // started (a row's values do not depend on the thread that makes it).
+    }
+    for (int j = k; j < nt; ++j) work(j);
     work(0);
     for (auto& x : th) x.join();
   }
@@ -164,6 +174,7 @@ class TensorWriter {
 Result<MkModelReport> make_random_model(const ModelPreset& p, const MkModelOptions& opt, const std::string& path) {
   const auto t0 = std::chrono::steady_clock::now();
   MkModelReport rep;
+  LAYA_TRY(ThreadPool::check_count(opt.n_threads));
   if (!find_arch_by_gguf_name(p.arch)) {
     return Status(StatusCode::kUnsupported, fmt::format("preset '{}': architecture '{}' is not supported (supported: {})",
                                                         p.name, p.arch, supported_arch_list()));

@@ -63,7 +63,7 @@ struct MkModelOptions {
   uint64_t seed = 1;
   std::string tokenizer_json;  // empty: the preset's fixture (../shared/fixtures/...), else synthetic
   std::string fixtures_dir;    // where hf/llama3/tokenizer.json etc. live; empty: search the defaults
-  int n_threads = 0;           // 0: hardware concurrency
+  int n_threads = 0;           // 0: hardware concurrency; at most ThreadPool::max_threads() (else kInvalidArgument)
   bool verbose = false;        // progress to stderr
 };
 

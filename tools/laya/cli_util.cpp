@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/thread_pool.h"
 #include "engine/engine.h"
 #include "tokenizer/tokenizer.h"
 
@@ -87,7 +88,10 @@ int report_error(const char* cmd, const Status& st) {
 void EngineFlags::add_to(CLI::App& app, bool with_kv) {
   kv_offered = with_kv;
   app.add_option("-m,--model", model_path, "a .gguf file or a Hugging Face / MLX folder");
-  app.add_option("-t,--threads", threads, "threads (default: all cores)");
+  // The bound is the engine's (ThreadPool::check_count): -t past it, or
+  // negative, is refused by Engine::create with a message naming both.
+  app.add_option("-t,--threads", threads,
+                 fmt::format("threads (default: all cores; at most {}, 4 x the cores, <= 256)", ThreadPool::max_threads()));
   if (with_kv) app.add_option("--kv", kv, "KV cache type: f32, f16 or q8_0")->check(CLI::IsMember({"f32", "f16", "q8_0"}));
   app.add_flag("--no-mlock", no_mlock, "do not lock the weights and caches in RAM");
   std::string names;

@@ -29,7 +29,7 @@ std::string default_model_path();
 // --kv-budget, --no-mlock.
 struct EngineFlags {
   std::string model_path = default_model_path();
-  int threads = 0;  // 0: all cores
+  int threads = 0;  // 0: all cores; checked by Engine::create (ThreadPool::check_count)
   std::string kv = "f32";
   std::string backend = "cpu";
   double kv_budget_mb = 0;  // 0: the engine's default

@@ -34,12 +34,9 @@ inline void split(int64_t n, int ti, int nt, int64_t grain, int64_t* b, int64_t*
 }  // namespace
 
 Result<std::unique_ptr<Backend>> CpuBackend::create(const BackendOptions& opt, const ForwardLimits& lim) {
+  LAYA_TRY(ThreadPool::check_count(opt.n_threads));
   int n = opt.n_threads;
-  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (n > kMaxThreads) {
-    return Status(StatusCode::kInvalidArgument, fmt::format("{} threads: at most {} (this machine has {} cores)", n,
-                                                            kMaxThreads, std::thread::hardware_concurrency()));
-  }
+  if (n == 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   try {
     return std::unique_ptr<Backend>(new CpuBackend(opt, lim, n));
   } catch (const std::system_error& e) {

@@ -17,9 +17,8 @@ namespace laya {
 
 class CpuBackend final : public Backend {
  public:
-  // Threads beyond this are refused: more workers than any CPU has cores only
-  // add synchronisation (and thousands of threads can exhaust the process).
-  static constexpr int kMaxThreads = 512;
+  // opt.n_threads beyond ThreadPool::max_threads() is refused
+  // (kInvalidArgument); a thread the OS refuses is kOutOfMemory.
   static Result<std::unique_ptr<Backend>> create(const BackendOptions& opt, const ForwardLimits& lim);
   ~CpuBackend() override;
   const char* name() const override;
