@@ -1,5 +1,6 @@
 #include "core/json.h"
 
+#include <cmath>
 #include <fmt/format.h>
 
 namespace laya {
@@ -12,6 +13,94 @@ Result<nlohmann::json> parse_json(std::string_view text, const std::string& what
   } catch (const nlohmann::json::exception& e) {
     return Status(StatusCode::kCorrupt, fmt::format("{}: invalid JSON: {}", what, e.what()));
   }
+}
+
+const char* json_type_name(const nlohmann::json& v) {
+  switch (v.type()) {
+    case nlohmann::json::value_t::null: return "null";
+    case nlohmann::json::value_t::boolean: return "boolean";
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned: return "integer";
+    case nlohmann::json::value_t::number_float: return "float";
+    case nlohmann::json::value_t::string: return "string";
+    case nlohmann::json::value_t::array: return "array";
+    case nlohmann::json::value_t::object: return "object";
+    default: return "binary";
+  }
+}
+
+namespace {
+
+Status corrupt(std::string_view where, const std::string& what) {
+  return Status(StatusCode::kCorrupt, fmt::format("{}: {}", where, what));
+}
+
+// The field, nullptr when absent, or an error when `obj` is no object.
+Result<const nlohmann::json*> find(const nlohmann::json& obj, std::string_view key, std::string_view where) {
+  if (!obj.is_object()) return corrupt(where, fmt::format("expected a JSON object, got {}", json_type_name(obj)));
+  auto it = obj.find(std::string(key));
+  return it == obj.end() ? nullptr : &*it;
+}
+
+Status wrong_type(std::string_view where, std::string_view key, const nlohmann::json& v, const char* expected) {
+  return corrupt(where, fmt::format("field \"{}\" is {}, expected {}", key, json_type_name(v), expected));
+}
+
+Result<int64_t> int_value(const nlohmann::json& v, std::string_view key, std::string_view where, int64_t lo, int64_t hi) {
+  if (!v.is_number_integer()) return wrong_type(where, key, v, "an integer");
+  // Unsigned values past INT64_MAX are shown as themselves, not wrapped (-1).
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+    return corrupt(where, fmt::format("field \"{}\" is {}, expected an integer in [{}, {}]", key, v.get<uint64_t>(), lo, hi));
+  const int64_t x = v.get<int64_t>();
+  if (x < lo || x > hi) return corrupt(where, fmt::format("field \"{}\" is {}, expected an integer in [{}, {}]", key, x, lo, hi));
+  return x;
+}
+
+}  // namespace
+
+Result<std::string> json_string(const nlohmann::json& obj, std::string_view key, std::string_view where) {
+  LAYA_ASSIGN_OR_RETURN(const nlohmann::json* v, find(obj, key, where));
+  if (!v) return corrupt(where, fmt::format("missing field \"{}\"", key));
+  if (!v->is_string()) return wrong_type(where, key, *v, "a string");
+  return v->get_ref<const std::string&>();
+}
+
+Result<int64_t> json_int(const nlohmann::json& obj, std::string_view key, std::string_view where, int64_t lo, int64_t hi) {
+  LAYA_ASSIGN_OR_RETURN(const nlohmann::json* v, find(obj, key, where));
+  if (!v) return corrupt(where, fmt::format("missing field \"{}\"", key));
+  return int_value(*v, key, where, lo, hi);
+}
+
+Result<double> json_number(const nlohmann::json& obj, std::string_view key, std::string_view where, double lo, double hi) {
+  LAYA_ASSIGN_OR_RETURN(const nlohmann::json* v, find(obj, key, where));
+  if (!v) return corrupt(where, fmt::format("missing field \"{}\"", key));
+  if (!v->is_number()) return wrong_type(where, key, *v, "a number");
+  const double x = v->get<double>();
+  if (!std::isfinite(x) || x < lo || x > hi)
+    return corrupt(where, fmt::format("field \"{}\" is {}, expected a number in [{}, {}]", key, x, lo, hi));
+  return x;
+}
+
+Result<bool> json_bool(const nlohmann::json& obj, std::string_view key, std::string_view where) {
+  LAYA_ASSIGN_OR_RETURN(const nlohmann::json* v, find(obj, key, where));
+  if (!v) return corrupt(where, fmt::format("missing field \"{}\"", key));
+  if (!v->is_boolean()) return wrong_type(where, key, *v, "a boolean");
+  return v->get<bool>();
+}
+
+Result<std::optional<std::string>> json_opt_string(const nlohmann::json& obj, std::string_view key, std::string_view where) {
+  LAYA_ASSIGN_OR_RETURN(const nlohmann::json* v, find(obj, key, where));
+  if (!v || v->is_null()) return std::optional<std::string>();
+  if (!v->is_string()) return wrong_type(where, key, *v, "a string");
+  return std::optional<std::string>(v->get_ref<const std::string&>());
+}
+
+Result<std::optional<int64_t>> json_opt_int(const nlohmann::json& obj, std::string_view key, std::string_view where,
+                                            int64_t lo, int64_t hi) {
+  LAYA_ASSIGN_OR_RETURN(const nlohmann::json* v, find(obj, key, where));
+  if (!v || v->is_null()) return std::optional<int64_t>();
+  LAYA_ASSIGN_OR_RETURN(int64_t x, int_value(*v, key, where, lo, hi));
+  return std::optional<int64_t>(x);
 }
 
 }  // namespace laya

@@ -1,8 +1,15 @@
 // JSON parsing with laya's error model: one way for every reader (config.json,
 // tokenizer.json, safetensors headers, traces, requests). nlohmann-json throws;
 // these never do, and their messages name the document and the byte.
+//
+// Reading a field goes through the checked accessors below (json_string,
+// json_int, ...), never through get<T>() / at() / operator[] on a value of an
+// unchecked type: those throw nlohmann exceptions (type_error.302 with no file
+// or line) or, for operator[] on a const object, are undefined behaviour.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -15,5 +22,32 @@ namespace laya {
 // Parses `text`; `what` names the document in errors ("config.json",
 // "trace line 3"). A syntax error is kCorrupt: "<what>: malformed JSON at byte N: ...".
 Result<nlohmann::json> parse_json(std::string_view text, const std::string& what);
+
+// The type of a JSON value as messages name it: "null", "boolean", "integer",
+// "float", "string", "array", "object" (nlohmann's type_name() says "number"
+// for both kinds of number, which does not tell why 3.0 is not an integer).
+const char* json_type_name(const nlohmann::json& v);
+
+// Checked field access. `where` names the document and, for JSON lines, the
+// line ("trace.jsonl:3"); errors are kCorrupt and read
+//   <where>: missing field "n"
+//   <where>: field "n" is string, expected an integer
+//   <where>: field "n" is 18446744073709551615, expected an integer in [0, 9223372036854775807]
+// A non-object `obj` is an error too ("<where>: expected a JSON object, got array").
+Result<std::string> json_string(const nlohmann::json& obj, std::string_view key, std::string_view where);
+// An integer (not a float, even 3.0) in [lo, hi]; unsigned values past int64 are out of range.
+Result<int64_t> json_int(const nlohmann::json& obj, std::string_view key, std::string_view where,
+                         int64_t lo = INT64_MIN, int64_t hi = INT64_MAX);
+// A finite number (integer or float) in [lo, hi].
+Result<double> json_number(const nlohmann::json& obj, std::string_view key, std::string_view where,
+                           double lo = -1.0e308, double hi = 1.0e308);
+Result<bool> json_bool(const nlohmann::json& obj, std::string_view key, std::string_view where);
+
+// Optional fields: std::nullopt when absent (or null), the value when it has
+// the expected type, an error like the above when it has another.
+Result<std::optional<std::string>> json_opt_string(const nlohmann::json& obj, std::string_view key,
+                                                   std::string_view where);
+Result<std::optional<int64_t>> json_opt_int(const nlohmann::json& obj, std::string_view key, std::string_view where,
+                                            int64_t lo = INT64_MIN, int64_t hi = INT64_MAX);
 
 }  // namespace laya

@@ -1,9 +1,12 @@
 #include "cli_util.h"
 
+#include "cli_parse.h"
+
 #include <CLI/CLI.hpp>
 
 #include "core/thread_pool.h"
 #include "engine/engine.h"
+#include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
@@ -30,28 +33,26 @@ std::string default_model_path() {
   return "";
 }
 
-Result<std::vector<int32_t>> parse_id_list(const std::string& s) {
-  std::vector<int32_t> out;
-  size_t i = 0;
-  int idx = 0;
-  while (i <= s.size()) {
-    size_t j = s.find(',', i);
-    if (j == std::string::npos) j = s.size();
-    std::string item = s.substr(i, j - i);
-    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
-    while (!item.empty() && item.back() == ' ') item.pop_back();
-    if (item.empty() && j == s.size() && i == s.size() && idx > 0) break;
-    char* end = nullptr;
-    long long v = std::strtoll(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < 0 || v > INT32_MAX) {
-      return Status(StatusCode::kInvalidArgument,
-                    fmt::format("token list item {}: '{}' is not a non-negative integer", idx, item));
-    }
-    out.push_back(static_cast<int32_t>(v));
-    ++idx;
-    i = j + 1;
-  }
-  return out;
+CLI::Validator int_in(int64_t lo, int64_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& s) -> std::string {
+        auto r = parse_int("", s, lo, hi);
+        if (!r.ok()) return r.status().message();
+        s = std::to_string(r.value());
+        return {};
+      },
+      fmt::format("INT in [{}, {}]", lo, hi));
+}
+
+CLI::Validator real_in(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& s) -> std::string {
+        auto r = parse_real("", s, lo, hi);
+        if (!r.ok()) return r.status().message();
+        s = fmt::format("{}", r.value());  // shortest round-trip form
+        return {};
+      },
+      fmt::format("NUMBER in [{}, {}]", lo, hi));
 }
 
 Status write_npy_f32(const std::string& path, const float* data, const std::vector<int64_t>& shape) {
@@ -88,17 +89,18 @@ int report_error(const char* cmd, const Status& st) {
 void EngineFlags::add_to(CLI::App& app, bool with_kv) {
   kv_offered = with_kv;
   app.add_option("-m,--model", model_path, "a .gguf file or a Hugging Face / MLX folder");
-  // The bound is the engine's (ThreadPool::check_count): -t past it, or
-  // negative, is refused by Engine::create with a message naming both.
+  // The bound is the engine's (ThreadPool::check_count, which Engine::create
+  // applies too): checked here as well so the message names the option.
   app.add_option("-t,--threads", threads,
-                 fmt::format("threads (default: all cores; at most {}, 4 x the cores, <= 256)", ThreadPool::max_threads()));
+                 fmt::format("threads (default: all cores; at most {}, 4 x the cores, <= 256)", ThreadPool::max_threads()))
+      ->transform(int_in(0, ThreadPool::max_threads()));
   if (with_kv) app.add_option("--kv", kv, "KV cache type: f32, f16 or q8_0")->check(CLI::IsMember({"f32", "f16", "q8_0"}));
   app.add_flag("--no-mlock", no_mlock, "do not lock the weights and caches in RAM");
   std::string names;
   for (const auto& n : backend_names()) names += (names.empty() ? "" : ", ") + n;
   app.add_option("--backend", backend, "compute backend (" + names + ")")->check(CLI::IsMember(backend_names()));
   app.add_option("--kv-budget", kv_budget_mb, "MB of KV memory shared by all sequences (default: one full context, at least 16 MiB)")
-      ->check(CLI::Range(1.0, 1.0e8));
+      ->transform(real_in(1.0, 1.0e8));
 }
 
 void EngineFlags::apply(EngineOptions* eo) const {
@@ -122,13 +124,24 @@ Result<std::unique_ptr<tok::Tokenizer>> EngineFlags::load_tokenizer(const Model&
   return t;
 }
 
-Result<std::unique_ptr<Engine>> EngineFlags::make_typing_engine(std::shared_ptr<const Model> model,
-                                                                int64_t max_ctx) const {
+Result<std::unique_ptr<Engine>> EngineFlags::make_typing_engine(std::shared_ptr<const Model> model, int64_t max_ctx,
+                                                                const char* cmd, bool max_ctx_given) const {
   EngineOptions eo;
   apply(&eo);
   const int64_t n_ctx_train = model->hparams().n_ctx_train > 0 ? model->hparams().n_ctx_train : 2048;
+  if (max_ctx_given && max_ctx > n_ctx_train)
+    warn(cmd, fmt::format("--max-ctx {} is past the trained context of {} ({} tokens): using {}", max_ctx, model_path,
+                          n_ctx_train, n_ctx_train));
   eo.n_ctx = std::min<int64_t>(n_ctx_train, max_ctx);
   return Engine::create(std::move(model), eo);
+}
+
+Status check_positions(const Model& model, const std::string& model_path, int64_t needed, const std::string& what) {
+  const int64_t n_ctx = model.hparams().n_ctx_train;
+  if (n_ctx > 0 && needed > n_ctx)
+    return Status(StatusCode::kInvalidArgument, fmt::format("{} needs {} positions, past the trained context of {} ({} tokens)",
+                                                            what, needed, model_path, n_ctx));
+  return Status::Ok();
 }
 
 void warn(const char* cmd, const std::string& note) {

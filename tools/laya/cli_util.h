@@ -10,6 +10,7 @@
 
 namespace CLI {
 class App;
+class Validator;
 }
 namespace laya {
 struct EngineOptions;
@@ -43,13 +44,28 @@ struct EngineFlags {
   Result<std::unique_ptr<tok::Tokenizer>> load_tokenizer(const Model& model) const;
   // An engine for the typing commands (bench-typing, replay): these flags and
   // a context of the model's trained length (2,048 when the file gives none)
-  // capped at max_ctx.
-  Result<std::unique_ptr<Engine>> make_typing_engine(std::shared_ptr<const Model> model, int64_t max_ctx) const;
+  // capped at max_ctx. A --max-ctx the user gave past the trained length is
+  // said on stderr (the trained length is used), never silently cut.
+  Result<std::unique_ptr<Engine>> make_typing_engine(std::shared_ptr<const Model> model, int64_t max_ctx,
+                                                     const char* cmd, bool max_ctx_given) const;
 };
 
 
-// "1,2,3" → ids; InvalidArgument naming the bad item.
-Result<std::vector<int32_t>> parse_id_list(const std::string& s);
+// CLI11 glue for cli_parse.h: a transforming validator (use with
+// Option::transform, not check) that runs parse_int / parse_real on the
+// option's text and rewrites it in plain decimal, so CLI11's own conversion
+// (which reads "010" as octal, "0x10" as hex and lets "nan" through a
+// CLI::Range) only ever sees values the one parser accepted. CLI11 prefixes
+// the message with the option's name: "--threads: '100000' is out of range [0, 8]".
+CLI::Validator int_in(int64_t lo, int64_t hi);
+CLI::Validator real_in(double lo, double hi);
+
+// Scope 3 of issue 11: work that needs more positions than the model was
+// trained for is refused before any work. `what` says what asked for them
+// ("-p 100000", "--tokens (5000 ids)"); the message names it, the positions
+// and the model's context: "-p 100000 needs 100000 positions, past the
+// trained context of models/x.gguf (1024 tokens)".
+Status check_positions(const Model& model, const std::string& model_path, int64_t needed, const std::string& what);
 
 // Writes a float32 C-order .npy file of the given shape.
 Status write_npy_f32(const std::string& path, const float* data, const std::vector<int64_t>& shape);

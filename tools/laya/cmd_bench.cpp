@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fmt/format.h>
 #include <sys/resource.h>
 
 #include "cli_util.h"
@@ -52,13 +53,15 @@ int cmd_bench(int argc, char** argv) {
   int64_t n_batch = EngineOptions{}.n_batch;
   bool json = false, same_position = false;
   std::string steps_out;
-  app.add_option("-p,--prompt", n_prompt, "prompt tokens to prefill (0 = skip)")->check(CLI::Range(0, 1 << 20));
-  app.add_option("-n,--gen", n_gen, "tokens to decode")->check(CLI::Range(0, 1 << 20));
-  app.add_option("-r,--reps", reps, "repetitions (the best prefill and all decode steps are reported)")->check(CLI::Range(1, 1000));
-  app.add_option("--warmup", warmup, "decode steps run before measuring")->check(CLI::Range(0, 1 << 20));
-  app.add_option("-d,--depth", depth, "tokens in the cache before the decode test (llama-bench -d)")->check(CLI::Range(0, 1 << 20));
+  // Each bound keeps the sums below (depth + warmup + gen) far from int overflow;
+  // the model's context is checked once the model is loaded.
+  app.add_option("-p,--prompt", n_prompt, "prompt tokens to prefill (0 = skip)")->transform(int_in(0, 1 << 20));
+  app.add_option("-n,--gen", n_gen, "tokens to decode")->transform(int_in(0, 1 << 20));
+  app.add_option("-r,--reps", reps, "repetitions (the best prefill and all decode steps are reported)")->transform(int_in(1, 1000));
+  app.add_option("--warmup", warmup, "decode steps run before measuring")->transform(int_in(0, 1 << 20));
+  app.add_option("-d,--depth", depth, "tokens in the cache before the decode test (llama-bench -d)")->transform(int_in(0, 1 << 20));
   app.add_option("-b,--batch", n_batch, "tokens per forward pass of the prefill (the engine's default unless given)")
-      ->check(CLI::Range(1, 1 << 16));
+      ->transform(int_in(1, 1 << 16));
   app.add_flag("--same-position", same_position,
                "decode every step at position --depth (the cache is cut back after each step): "
                "the step's jitter without the context growing");
@@ -70,9 +73,21 @@ int cmd_bench(int argc, char** argv) {
   auto m = flags.load_model();
   if (!m.ok()) return report_error("bench", m.status());
   std::shared_ptr<const Model> model = std::move(m).value();
+  // Past the trained context a bench would measure positions the model never
+  // saw, and a 100,000-token prefill on a 1,024-token model runs for hours:
+  // refused before any work.
+  if (Status st = check_positions(*model, flags.model_path, n_prompt, fmt::format("-p {}", n_prompt)); !st.ok())
+    return report_error("bench", st);
+  const int decode_positions = same_position ? depth + 1 : depth + warmup + n_gen;
+  if (Status st = check_positions(*model, flags.model_path, decode_positions,
+                                  same_position ? fmt::format("-d {} (--same-position)", depth)
+                                                : fmt::format("-d {} + --warmup {} + -n {}", depth, warmup, n_gen));
+      !st.ok())
+    return report_error("bench", st);
   EngineOptions eo;
   flags.apply(&eo);
   eo.n_ctx = std::max({n_prompt, depth + n_gen + warmup + 1, 64});
+  if (model->hparams().n_ctx_train > 0) eo.n_ctx = std::min<int64_t>(eo.n_ctx, std::max<int64_t>(model->hparams().n_ctx_train, n_prompt));
   eo.n_batch = n_batch;
   auto e = Engine::create(model, eo);
   if (!e.ok()) return report_error("bench", e.status());

@@ -239,15 +239,15 @@ int cmd_bench_typing(int argc, char** argv) {
   app.add_option("traces", paths, "trace files (.jsonl)");
   app.add_option("-p,--prompt", prompts, "print the suggestion for this text (repeatable; instead of traces)");
   app.add_option("--json", json_path, "write the results as JSON to this file");
-  app.add_option("--max-tokens", max_tokens, "tokens per suggestion")->check(CLI::Range(1, 64));
-  app.add_option("--max-ctx", max_ctx, "context cap in tokens (and the model's own)")->check(CLI::Range(64, 1 << 20));
+  app.add_option("--max-tokens", max_tokens, "tokens per suggestion")->transform(int_in(1, 64));
+  app.add_option("--max-ctx", max_ctx, "context cap in tokens (and the model's own)")->transform(int_in(64, 1 << 20));
   app.add_flag("-v,--verbose", verbose, "print each accepted suggestion to stderr");
   SessionOptions so;
   std::string fim = "psm";
   app.add_flag("--no-heal", no_heal, "no token healing: the suggestion starts after the text's last token");
   app.add_option("--fim", fim, "fill-in-the-middle prompt order where the model has FIM tokens: psm, spm or off")
       ->check(CLI::IsMember({"psm", "spm", "off"}));
-  app.add_option("--fim-suffix-tokens", so.fim_suffix_tokens, "bound of the suffix in tokens")->check(CLI::Range(1, 512));
+  app.add_option("--fim-suffix-tokens", so.fim_suffix_tokens, "bound of the suffix in tokens")->transform(int_in(1, 512));
   EngineFlags flags;
   flags.add_to(app, false);
   CLI11_PARSE(app, argc, argv);
@@ -264,13 +264,14 @@ int cmd_bench_typing(int argc, char** argv) {
     traces.push_back(std::move(t).value());
     docs.push_back(std::move(d).value());
   }
+  if (Status st = check_unique_names(traces); !st.ok()) return report_error("bench-typing", st);
   auto m = flags.load_model();
   if (!m.ok()) return report_error("bench-typing", m.status());
   std::shared_ptr<const Model> model = std::move(m).value();
   auto t = flags.load_tokenizer(*model);
   if (!t.ok()) return report_error("bench-typing", t.status());
   std::unique_ptr<tok::Tokenizer> tk = std::move(t).value();
-  auto e = flags.make_typing_engine(model, max_ctx);
+  auto e = flags.make_typing_engine(model, max_ctx, "bench-typing", app.count("--max-ctx") > 0);
   if (!e.ok()) return report_error("bench-typing", e.status());
   warn("bench-typing", (*e)->memory_lock_note());
   Engine& eng = **e;
@@ -289,7 +290,8 @@ int cmd_bench_typing(int argc, char** argv) {
       if (!sug.ok()) return report_error("bench-typing", sug.status());
       const json line = {{"prompt", p}, {"suggestion", sug->text}};
       arr.push_back(line);
-      std::printf("%s\n", line.dump().c_str());
+      // -p text from the command line may be invalid UTF-8: replaced, not thrown.
+      std::printf("%s\n", line.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
     }
     if (traces.empty()) {
       if (!json_path.empty()) {

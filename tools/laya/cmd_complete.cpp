@@ -4,7 +4,9 @@
 #include <chrono>
 #include <algorithm>
 #include <cstdio>
+#include <fmt/format.h>
 
+#include "cli_parse.h"
 #include "cli_util.h"
 #include "engine/engine.h"
 #include "sampling/sampler.h"
@@ -21,14 +23,19 @@ int cmd_complete(int argc, char** argv) {
   auto* p_opt = app.add_option("-p,--prompt", prompt, "prompt text");
   auto* t_opt = app.add_option("--tokens", tokens_s, "prompt as comma-separated token ids (instead of -p)");
   p_opt->excludes(t_opt);
-  app.add_option("-n,--n-predict", n_predict, "tokens to generate")->check(CLI::Range(0, 1 << 20));
-  app.add_option("--temp", sp.temperature, "temperature (0 = greedy)");
-  app.add_option("--top-k", sp.top_k, "top-k (0 = off)");
-  app.add_option("--top-p", sp.top_p, "top-p (1 = off)");
-  app.add_option("--min-p", sp.min_p, "min-p (0 = off)");
-  app.add_option("--repeat-penalty", sp.repeat_penalty, "repetition penalty (1 = off)");
-  app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalty looks back on");
-  app.add_option("--seed", sp.seed, "RNG seed (a run is reproducible)");
+  // Generation stops at the model's context (said on stderr) or at -n.
+  app.add_option("-n,--n-predict", n_predict, "tokens to generate (at most; generation also stops at the context)")
+      ->transform(int_in(0, 1 << 20));
+  // Bounds that a float holds exactly enough; Sampler::validate checks the
+  // open ends (top-p > 0, repeat-penalty > 0) and top-k against the vocabulary.
+  app.add_option("--temp", sp.temperature, "temperature (0 = greedy)")->transform(real_in(0, 1e4));
+  app.add_option("--top-k", sp.top_k, "top-k (0 = off)")->transform(int_in(0, INT32_MAX));
+  app.add_option("--top-p", sp.top_p, "top-p (1 = off)")->transform(real_in(0, 1));
+  app.add_option("--min-p", sp.min_p, "min-p (0 = off)")->transform(real_in(0, 1));
+  app.add_option("--repeat-penalty", sp.repeat_penalty, "repetition penalty (1 = off)")->transform(real_in(0, 1e4));
+  app.add_option("--repeat-last-n", sp.repeat_last_n, "tokens the penalty looks back on (-1 = all)")
+      ->transform(int_in(-1, INT32_MAX));
+  app.add_option("--seed", sp.seed, "RNG seed (a run is reproducible)")->transform(int_in(0, INT64_MAX));
   app.add_flag("--special", special, "parse special-token text in the prompt");
   app.add_flag("--ids", ids_out, "print token ids instead of text");
   app.add_flag("--stats", show_stats, "print timing to stderr");
@@ -44,7 +51,7 @@ int cmd_complete(int argc, char** argv) {
   std::unique_ptr<tok::Tokenizer> tk;
   std::vector<int32_t> ids;
   if (!tokens_s.empty()) {
-    auto r = parse_id_list(tokens_s);
+    auto r = parse_id_list("--tokens", tokens_s, 0, model->hparams().n_vocab - 1);
     if (!r.ok()) return report_error("complete", r.status());
     ids = std::move(r).value();
   }
@@ -61,6 +68,12 @@ int cmd_complete(int argc, char** argv) {
     ids = std::move(r).value();
   }
   if (ids.empty()) return report_error("complete", Status(StatusCode::kInvalidArgument, "the prompt has no tokens"));
+  // A prompt past the context is refused up front; generation that reaches
+  // the context stops there and says so (below).
+  if (Status st = check_positions(*model, flags.model_path, static_cast<int64_t>(ids.size()),
+                                  fmt::format("the prompt ({} tokens)", ids.size()));
+      !st.ok())
+    return report_error("complete", st);
   if (Status st = Sampler::validate(sp, static_cast<int>(model->hparams().n_vocab)); !st.ok()) {
     return report_error("complete", st);
   }
@@ -95,6 +108,7 @@ int cmd_complete(int argc, char** argv) {
     sampler.set_mask(masks.control);
   }
   int generated = 0;
+  bool at_context = false;
   for (int i = 0; i < n_predict; ++i) {
     // An empty continuation is no suggestion: the first token is never the end.
     const int32_t next = sampler.sample(seq->logits(), history, i == 0 ? &masks.eog : nullptr);
@@ -111,6 +125,7 @@ int cmd_complete(int argc, char** argv) {
     if (i + 1 < n_predict && seq->n_past() < seq->n_ctx()) {
       if (Status st = eng.decode(*seq, next); !st.ok()) return report_error("complete", st);
     } else if (seq->n_past() >= seq->n_ctx()) {
+      at_context = i + 1 < n_predict;
       break;
     }
   }
@@ -120,6 +135,9 @@ int cmd_complete(int argc, char** argv) {
   }
   std::printf("\n");
   std::fflush(stdout);  // the text before the timing line on a shared terminal
+  if (at_context)
+    warn("complete", fmt::format("generation stopped at the context of {} tokens ({} prompt + {} generated; -n {} asked for more)",
+                                 seq->n_ctx(), ids.size(), generated, n_predict));
   auto t2 = clock::now();
   if (show_stats) {
     const double pre = std::chrono::duration<double>(t1 - t0).count();

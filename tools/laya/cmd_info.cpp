@@ -1,6 +1,7 @@
 // laya info -m MODEL: architecture, parameters, tensor types, context, memory.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fmt/format.h>
 #include <map>
 
 #include "cli_util.h"
@@ -14,7 +15,8 @@ int cmd_info(int argc, char** argv) {
   int64_t n_ctx = 0;
   bool tensors = false;
   app.add_option("-m,--model", model_path, "a .gguf file or a Hugging Face / MLX folder");
-  app.add_option("-c,--ctx", n_ctx, "context length for the memory estimate (default: min(training, 4096))");
+  app.add_option("-c,--ctx", n_ctx, "context length for the memory estimate (default: min(training, 4096))")
+      ->transform(int_in(1, int64_t{1} << 24));  // the engine's own bound (Engine::create)
   app.add_flag("--tensors", tensors, "list every tensor");
   CLI11_PARSE(app, argc, argv);
   if (model_path.empty()) return report_error("info", Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL"));
@@ -43,8 +45,12 @@ int cmd_info(int argc, char** argv) {
   std::printf("tensor types: ");
   for (auto& [name, e] : by_type) std::printf(" %s×%d (%.2f MB)", name.c_str(), e.first, e.second / 1048576.0);
   std::printf("\n");
-  std::printf("memory:        weights %.2f MB (mapped), KV cache %.2f MB at %lld tokens (F32; F16 halves it)\n",
-              model.weight_bytes() / 1048576.0, kv_mb_f32, static_cast<long long>(n_ctx));
+  std::printf("memory:        weights %.2f MB (mapped), KV cache %.2f MB at %lld tokens (F32; F16 halves it)%s\n",
+              model.weight_bytes() / 1048576.0, kv_mb_f32, static_cast<long long>(n_ctx),
+              h.n_ctx_train > 0 && n_ctx > h.n_ctx_train ? " (past the trained context)" : "");
+  if (h.n_ctx_train > 0 && n_ctx > h.n_ctx_train)
+    warn("info", fmt::format("-c {} is past the trained context of {} ({} tokens); the estimate is for {} tokens", n_ctx,
+                             model_path, h.n_ctx_train, n_ctx));
   if (tensors) {
     for (const auto& t : model.all_tensors())
       std::printf("  %-32s %-5s %s\n", t.name.c_str(), dtype_name(t.type), t.shape_string().c_str());

@@ -1,7 +1,9 @@
 // laya logits -m MODEL --tokens 1,2,3 [--all-positions] [--incremental] -o out.npy
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <fmt/format.h>
 
+#include "cli_parse.h"
 #include "cli_util.h"
 #include "engine/engine.h"
 
@@ -19,11 +21,16 @@ int cmd_logits(int argc, char** argv) {
   EngineFlags flags;
   flags.add_to(app, false);
   CLI11_PARSE(app, argc, argv);
-  auto ids = parse_id_list(tokens_s);
+  // Ids against the vocabulary are checked by the engine (it names the index).
+  auto ids = parse_id_list("--tokens", tokens_s);
   if (!ids.ok()) return report_error("logits", ids.status());
   auto m = flags.load_model();
   if (!m.ok()) return report_error("logits", m.status());
   std::shared_ptr<const Model> model = std::move(m).value();
+  if (Status st = check_positions(*model, flags.model_path, static_cast<int64_t>(ids->size()),
+                                  fmt::format("--tokens ({} ids)", ids->size()));
+      !st.ok())
+    return report_error("logits", st);
   EngineOptions eo;
   flags.apply(&eo);
   eo.n_ctx = std::max<int64_t>(static_cast<int64_t>(ids->size()), std::min<int64_t>(model->hparams().n_ctx_train, 4096));

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli_util.h"
+#include "core/thread_pool.h"
 #include "modelgen/presets.h"
 
 namespace laya::cli {
@@ -26,10 +27,11 @@ int cmd_mkmodel(int argc, char** argv) {
   app.add_option("--preset", preset, "model shape: " + names);
   app.add_option("--type", type_s, "Q8_0, Q4_K_M (llama.cpp's mix), F16, BF16 or F32 (default Q8_0)");
   app.add_option("-o,--output", out, "the .gguf file to write");
-  app.add_option("--seed", seed, "random seed (default 1)");
+  app.add_option("--seed", seed, "random seed (default 1)")->transform(int_in(0, INT64_MAX));
   app.add_option("--tokenizer", tokenizer,
                  "a tokenizer.json (default: ../shared/fixtures/tokenizer/hf/{llama3,qwen3}, else a synthetic byte vocabulary)");
-  app.add_option("-t,--threads", threads, "threads (default: all cores)");
+  app.add_option("-t,--threads", threads, "threads (default: all cores)")
+      ->transform(int_in(0, ThreadPool::max_threads()));  // thread creation past the bound aborted
   app.add_flag("--list", list, "list the presets and exit");
   app.add_flag("--plan", plan_only, "print each tensor's type and shape, write nothing");
   app.add_flag("-q,--quiet", quiet, "no progress");

@@ -352,15 +352,15 @@ int cmd_replay(int argc, char** argv) {
   app.add_flag("--fast", fast, "play events back to back instead of at the recorded pace");
   app.add_flag("--verify", verify, "compare every suggestion with a fresh session's (from scratch)");
   app.add_option("--json", json_path, "write the results as JSON to this file");
-  app.add_option("--max-tokens", max_tokens, "tokens per suggestion")->check(CLI::Range(1, 64));
-  app.add_option("--max-ctx", max_ctx, "context cap in tokens (and the model's own)")->check(CLI::Range(64, 1 << 20));
+  app.add_option("--max-tokens", max_tokens, "tokens per suggestion")->transform(int_in(1, 64));
+  app.add_option("--max-ctx", max_ctx, "context cap in tokens (and the model's own)")->transform(int_in(64, 1 << 20));
   SessionOptions so;
   bool no_heal = false;
   std::string fim = "psm";
   app.add_flag("--no-heal", no_heal, "no token healing");
   app.add_option("--fim", fim, "fill-in-the-middle prompt order where the model has FIM tokens: psm, spm or off")
       ->check(CLI::IsMember({"psm", "spm", "off"}));
-  app.add_option("--fim-suffix-tokens", so.fim_suffix_tokens, "bound of the suffix in tokens")->check(CLI::Range(1, 512));
+  app.add_option("--fim-suffix-tokens", so.fim_suffix_tokens, "bound of the suffix in tokens")->transform(int_in(1, 512));
   EngineFlags flags;
   flags.add_to(app, false);
   CLI11_PARSE(app, argc, argv);
@@ -369,15 +369,18 @@ int cmd_replay(int argc, char** argv) {
   for (const std::string& p : paths) {
     auto t = load_trace(p);
     if (!t.ok()) return report_error("replay", t.status());
+    // The rebuilt text against final_sha256 now, not after minutes of replay.
+    if (auto d = final_document(t.value()); !d.ok()) return report_error("replay", d.status());
     traces.push_back(std::move(t).value());
   }
+  if (Status st = check_unique_names(traces); !st.ok()) return report_error("replay", st);
   auto m = flags.load_model();
   if (!m.ok()) return report_error("replay", m.status());
   std::shared_ptr<const Model> model = std::move(m).value();
   auto tr = flags.load_tokenizer(*model);
   if (!tr.ok()) return report_error("replay", tr.status());
   std::unique_ptr<tok::Tokenizer> tk = std::move(tr).value();
-  auto e = flags.make_typing_engine(model, max_ctx);
+  auto e = flags.make_typing_engine(model, max_ctx, "replay", app.count("--max-ctx") > 0);
   if (!e.ok()) return report_error("replay", e.status());
   warn("replay", (*e)->memory_lock_note());
   SuggestOptions opt;

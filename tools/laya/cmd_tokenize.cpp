@@ -4,7 +4,9 @@
 //   laya detokenize (-m ... | --tokenizer ...) [--skip-special] [--json] --ids 1,2,3
 #include <CLI/CLI.hpp>
 
+#include "cli_parse.h"
 #include "cli_util.h"
+#include <fmt/format.h>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -29,25 +31,6 @@ Result<std::unique_ptr<tok::Tokenizer>> load(const std::string& model, const std
   if (!model.empty()) return tok::Tokenizer::from_path(model);
   if (const std::string def = default_model_path(); !def.empty()) return tok::Tokenizer::from_path(def);
   return Status(StatusCode::kInvalidArgument, "give -m MODEL.gguf or --tokenizer tokenizer.json");
-}
-
-Result<std::vector<int32_t>> parse_ids(const std::string& s) {
-  std::vector<int32_t> ids;
-  size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && (s[i] == ',' || s[i] == ' ' || s[i] == '[' || s[i] == ']' || s[i] == '\n')) ++i;
-    if (i >= s.size()) break;
-    size_t j = i;
-    if (s[j] == '-') ++j;
-    while (j < s.size() && s[j] >= '0' && s[j] <= '9') ++j;
-    if (j == i || (s[i] == '-' && j == i + 1))
-      return Status(StatusCode::kInvalidArgument, "--ids: '" + s.substr(i, 16) + "' is not a token id");
-    long long v = std::stoll(s.substr(i, j - i));
-    if (v < INT32_MIN || v > INT32_MAX) return Status(StatusCode::kInvalidArgument, "--ids: " + s.substr(i, j - i) + " is out of range");
-    ids.push_back(int32_t(v));
-    i = j;
-  }
-  return ids;
 }
 
 std::string ids_json(const std::vector<int32_t>& ids) {
@@ -106,10 +89,9 @@ int cmd_tokenize(int argc, char** argv) {
     // A bad line is reported on its own output line; the others still run.
     const std::string where = "stdin line " + std::to_string(lineno);
     auto j = parse_json(line, where);
-    Status bad = j.status();
-    if (j.ok() && !(j->is_object() && j->contains("text") && (*j)["text"].is_string()))
-      bad = Status(StatusCode::kCorrupt, where + ": expected an object with a string field \"text\"");
-    if (!bad.ok()) {
+    Result<std::string> text_in = j.ok() ? json_string(j.value(), "text", where) : Result<std::string>(j.status());
+    if (!text_in.ok()) {
+      const Status& bad = text_in.status();
       ++errors;
       nlohmann::json err = {{"error", bad.message()}};
       out = err.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -117,12 +99,11 @@ int cmd_tokenize(int argc, char** argv) {
       std::fputc('\n', stdout);
       continue;
     }
-    const std::string text_in = (*j)["text"].get<std::string>();
-    auto ids = t.encode(text_in, opt);
+    auto ids = t.encode(text_in.value(), opt);
     if (!ids.ok()) {
       ++errors;
       nlohmann::json err = {{"error", ids.status().to_string()}};
-      out = err.dump();
+      out = err.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // the message may quote bad bytes
     } else {
       out = "{\"ids\":" + ids_json(ids.value()) + "}";
     }
@@ -152,12 +133,12 @@ int cmd_detokenize(int argc, char** argv) {
   auto tr = load(model, tokenizer);
   if (!tr.ok()) return fail("detokenize", tr.status().to_string());
   const tok::Tokenizer& t = *tr.value();
-  auto ids = parse_ids(ids_s);
+  auto ids = parse_id_list("--ids", ids_s, 0, INT32_MAX);
   if (!ids.ok()) return fail("detokenize", ids.status().to_string());
-  for (int32_t id : ids.value())
-    if (id < 0 || id >= t.n_vocab())
-      return fail("detokenize", "token id " + std::to_string(id) + " is out of range (vocabulary has " +
-                                    std::to_string(t.n_vocab()) + " tokens)");
+  for (size_t i = 0; i < ids->size(); ++i)
+    if ((*ids)[i] >= t.n_vocab())
+      return fail("detokenize", fmt::format("--ids: token {} (item {}) is out of range: the vocabulary has {} tokens [0, {}]",
+                                            (*ids)[i], i + 1, t.n_vocab(), t.n_vocab() - 1));
   tok::DecodeOptions dopt;
   dopt.skip_special = skip_special;
   std::string text = t.decode(ids.value(), dopt);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,7 @@ struct Event {
 
 struct Trace {
   std::string path, name, final_sha256;
+  int64_t header_chars = -1;  // the header's "chars", -1 when absent
   std::vector<Event> events;
 };
 
@@ -32,15 +34,39 @@ size_t cp_count(std::string_view s);
 // Byte length of the first n_cp code points of valid UTF-8 `s`.
 size_t cp_bytes(std::string_view s, size_t n_cp);
 
-// Reads and checks a whole trace: the header line (with "final_sha256"; its
-// "trace" names the trace, else the file name without .jsonl), then events
-// whose fields have the right types, whose offsets lie in the document as it
-// is at that point, and whose t_ms never decreases.
+// The latest t_ms a trace may have: one week. Replay sleeps until each event's
+// time, so a t_ms of 1e15 would be a hang, not a trace.
+inline constexpr double kMaxTraceMs = 7 * 24 * 3600e3;
+// The largest trace file read (real ones are < 1 MB; this keeps a wrong path
+// such as a disk image from being read into memory).
+inline constexpr size_t kMaxTraceBytes = size_t{256} << 20;
+
+// Checks a whole trace, as a whole, before any work; `path` names it in every
+// error, with the line ("t.jsonl:3: field \"n\" is string, expected an integer"):
+//   - the first non-empty line is the header: an object with "final_sha256"
+//     (64 hex digits) and optionally "trace" (a non-empty string naming the
+//     trace; else the file name without .jsonl), "events" and "chars"
+//     (integers, checked against the events and the final document);
+//   - every other line is an event: an object with a known "op", "t_ms" a
+//     finite number in [0, kMaxTraceMs] that never decreases, "pos" an
+//     integer inside the document as it is at that point, "text" (insert,
+//     accept) a non-empty string of valid UTF-8, "n" (delete) an integer in
+//     [1, what is left after pos];
+//   - at least one event.
+// The sha256 check needs the rebuilt text: final_document does it.
+Result<Trace> parse_trace(std::string_view content, const std::string& path);
+
+// read_file (a regular file of at most kMaxTraceBytes) + parse_trace.
 Result<Trace> load_trace(const std::string& path);
+
+// Results are keyed by trace name: two traces of one name (the same file
+// twice, or two headers with one "trace") would overwrite each other's.
+Status check_unique_names(const std::vector<Trace>& traces);
 
 // The trace's final document (UTF-8): every event applied in order, an
 // `accept` inserting its text. Its sha256 must equal the header's
-// final_sha256 (else kCorrupt naming the file).
+// final_sha256, and its length the header's "chars" where given (else
+// kCorrupt naming the file).
 Result<std::string> final_document(const Trace& t);
 
 }  // namespace laya::cli
