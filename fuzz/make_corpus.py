@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus for the parser fuzzers (fuzz/corpus/{gguf,safetensors,tokenizer_json}/).
+"""Writes the seed corpus for the parser fuzzers (fuzz/corpus/{gguf,safetensors,tokenizer_json,cli_numbers,trace}/).
 
 Every file is tiny (< 4 KB) and valid, so the fuzzers start from inputs that
 reach deep into the parsers. Run from anywhere: python3 fuzz/make_corpus.py
 """
+import hashlib
 import json
 import os
 import struct
@@ -89,6 +90,27 @@ def byte_level_vocab():
     return {c: i for i, c in enumerate(chars)}
 
 
+def trace(name, events, header_extra=None):
+    """A valid typing trace (tools/laya/trace.h): the header with the rebuilt
+    document's sha256 and counts, then one event per line."""
+    doc = ""
+    for e in events:
+        if e["op"] in ("insert", "accept"):
+            doc = doc[:e["pos"]] + e["text"] + doc[e["pos"]:]
+        elif e["op"] == "delete":
+            doc = doc[:e["pos"]] + doc[e["pos"] + e["n"]:]
+    head = {"trace": name, "chars": len(doc), "events": len(events),
+            "final_sha256": hashlib.sha256(doc.encode()).hexdigest()}
+    head.update(header_extra or {})
+    lines = [json.dumps(head, ensure_ascii=False)] + [json.dumps(e, ensure_ascii=False) for e in events]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def typed(text, t0=0, step=90):
+    """One insert per character of `text`, at the end."""
+    return [{"t_ms": t0 + i * step, "op": "insert", "pos": i, "text": c} for i, c in enumerate(text)]
+
+
 def main():
     g = {
         "all_types.gguf": gguf(
@@ -158,7 +180,29 @@ def main():
              "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first"},
              "decoder": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first"}}),
     }
-    for sub, files in (("gguf", g), ("safetensors", s), ("tokenizer_json", t)):
+    # The CLI number parser: one value per file, valid and near-valid.
+    n = {f"v{i}.txt": v.encode() for i, v in enumerate(
+        ["0", "8", "-1", "007", "1048576", "9223372036854775807", "99999999999999999999", "0.7", "-2.5E-1", ".5",
+         "1e3", "nan", "0x10", " 5", "1,2,3", "[1, 2,\n3]", "1,,2", "", "\xff"])}
+    word = typed("def f(x):")
+    tr = {
+        "typing.jsonl": trace("typing", word + [
+            {"t_ms": 900, "op": "delete", "pos": 8, "n": 1},
+            {"t_ms": 950, "op": "move", "pos": 0},
+            {"t_ms": 990, "op": "move", "pos": 8},
+            {"t_ms": 1000, "op": "insert", "pos": 8, "text": ")"},
+            {"t_ms": 1100, "op": "accept", "pos": 9, "text": "\n    return x\n"}]),
+        "unicode.jsonl": trace("zh", [
+            {"t_ms": 10, "op": "insert", "pos": 0, "text": "\u4f1a\u8bae"},
+            {"t_ms": 20.5, "op": "insert", "pos": 1, "text": "\u00e9\U0001F600"},
+            {"t_ms": 30, "op": "delete", "pos": 0, "n": 2}]),
+        "paste_then_edit.jsonl": trace("paste", [
+            {"t_ms": 0, "op": "insert", "pos": 0, "text": "line one\nline two\n"},
+            {"t_ms": 5, "op": "move", "pos": 5},
+            {"t_ms": 7, "op": "delete", "pos": 5, "n": 3},
+            {"t_ms": 9, "op": "insert", "pos": 5, "text": "1"}], {"lang": "en", "typed_span": [5, 6]}),
+    }
+    for sub, files in (("gguf", g), ("safetensors", s), ("tokenizer_json", t), ("cli_numbers", n), ("trace", tr)):
         d = os.path.join(HERE, "corpus", sub)
         os.makedirs(d, exist_ok=True)
         for name, data in files.items():

@@ -5,7 +5,10 @@
 
 #include <string>
 
+#include <filesystem>
+
 #include "core/sha256.h"
+#include "test_util.h"
 #include "trace.h"
 
 namespace laya::cli {
@@ -117,6 +120,21 @@ TEST(TraceParse, LargeDocumentWithManyKeystrokesRebuildsQuickly) {
   auto d = final_document(r.value());
   ASSERT_TRUE(d.ok()) << d.status().message();
   EXPECT_EQ(d->size(), doc.size());
+}
+
+// Every public trace passes the whole-file checks (header counts included).
+TEST(TraceParse, FixtureTracesLoadAndRebuild) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  int n = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(fx + "/traces")) {
+    if (e.path().extension() != ".jsonl") continue;
+    auto t = load_trace(e.path().string());
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    auto d = final_document(t.value());
+    EXPECT_TRUE(d.ok()) << d.status().message();
+    ++n;
+  }
+  EXPECT_GE(n, 1);
 }
 
 }  // namespace

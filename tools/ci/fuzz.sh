@@ -7,6 +7,7 @@
 #   tools/ci/fuzz.sh                      # 60 s per target
 #   FUZZ_SECONDS=600 tools/ci/fuzz.sh     # longer run
 #   BUILD_DIR=/tmp/bf tools/ci/fuzz.sh    # other build directory
+#   FUZZ_TARGETS="trace cli_numbers" tools/ci/fuzz.sh   # some targets only
 # Reproduce a crash: $BUILD_DIR/fuzz/gguf_fuzz $BUILD_DIR/fuzz-artifacts/crash-...
 set -euo pipefail
 
@@ -20,12 +21,12 @@ JOBS="${JOBS:-$(nproc)}"
 cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja \
   -DCMAKE_CXX_COMPILER="$CXX_FUZZ" -DCMAKE_C_COMPILER="$CC_FUZZ" \
   -DLAYA_FUZZ=ON -DLAYA_BUILD_TESTS=OFF -DLAYA_BUILD_BENCH=OFF >/dev/null
-ninja -C "$BUILD_DIR" -j "$JOBS" gguf_fuzz safetensors_fuzz tokenizer_json_fuzz
+ninja -C "$BUILD_DIR" -j "$JOBS" gguf_fuzz safetensors_fuzz tokenizer_json_fuzz cli_numbers_fuzz trace_fuzz
 
 ART="$BUILD_DIR/fuzz-artifacts"
 mkdir -p "$ART"
 status=0
-for target in gguf safetensors tokenizer_json; do
+for target in ${FUZZ_TARGETS:-gguf safetensors tokenizer_json cli_numbers trace}; do
   # New inputs go to a scratch corpus; the committed seeds are read only.
   work="$BUILD_DIR/fuzz-corpus/$target"
   mkdir -p "$work"

@@ -4,7 +4,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/shown.h"
 #include "core/thread_pool.h"
+#include "core/utf8.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -78,6 +80,25 @@ Status write_npy_f32(const std::string& path, const float* data, const std::vect
   f.write(header.data(), static_cast<std::streamsize>(header.size()));
   f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(n * 4));
   if (!f) return Status(StatusCode::kIo, fmt::format("{}: write failed", path));
+  return Status::Ok();
+}
+
+std::optional<int> parse_args(CLI::App& app, int argc, char** argv, const char* cmd) {
+  try {
+    app.parse(argc, argv);
+    return std::nullopt;
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);  // --help
+    std::fprintf(stderr, "laya %s: error: %s\nRun 'laya %s --help' for the options.\n", cmd, e.what(), cmd);
+    return 2;
+  }
+}
+
+Status check_utf8_arg(const char* option, const std::string& text) {
+  size_t bad = 0;
+  if (!utf8::count(text, nullptr, &bad))
+    return Status(StatusCode::kInvalidArgument, fmt::format("{}: the text is not valid UTF-8 (byte {} of {}: {})", option, bad,
+                                                            text.size(), shown(std::string_view(text).substr(bad, 4))));
   return Status::Ok();
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,17 @@ Status check_positions(const Model& model, const std::string& model_path, int64_
 
 // Writes a float32 C-order .npy file of the given shape.
 Status write_npy_f32(const std::string& path, const float* data, const std::vector<int64_t>& shape);
+
+// Parses the command line. std::nullopt: go on; else the exit code to return
+// now: 0 after --help, 2 after a usage error, printed as one line like every
+// other error ("laya complete: error: --threads: '100000' is out of range
+// [0, 8]") rather than CLI11's own format and exit codes (105, 106, ...).
+std::optional<int> parse_args(CLI::App& app, int argc, char** argv, const char* cmd);
+
+// Text typed on the command line (-p, tokenize TEXT) must be UTF-8: a byte-
+// level tokenizer would take any bytes and the model continue nonsense, while
+// sessions refuse them. kInvalidArgument naming the option and the byte.
+Status check_utf8_arg(const char* option, const std::string& text);
 
 // Prints "laya <cmd>: <message>" to stderr and returns the exit code for it.
 int report_error(const char* cmd, const Status& st);

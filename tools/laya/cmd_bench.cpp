@@ -69,7 +69,7 @@ int cmd_bench(int argc, char** argv) {
   app.add_flag("--json", json, "print one JSON object");
   EngineFlags flags;
   flags.add_to(app, true);
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = parse_args(app, argc, argv, "bench")) return *rc;
   auto m = flags.load_model();
   if (!m.ok()) return report_error("bench", m.status());
   std::shared_ptr<const Model> model = std::move(m).value();

@@ -250,7 +250,7 @@ int cmd_bench_typing(int argc, char** argv) {
   app.add_option("--fim-suffix-tokens", so.fim_suffix_tokens, "bound of the suffix in tokens")->transform(int_in(1, 512));
   EngineFlags flags;
   flags.add_to(app, false);
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = parse_args(app, argc, argv, "bench-typing")) return *rc;
   if (paths.empty() && prompts.empty())
     return report_error("bench-typing", Status(StatusCode::kInvalidArgument, "pass trace files or -p TEXT"));
   // Every trace is read, checked and rebuilt before the model is loaded: a bad file fails at once.

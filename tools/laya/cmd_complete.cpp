@@ -41,10 +41,11 @@ int cmd_complete(int argc, char** argv) {
   app.add_flag("--stats", show_stats, "print timing to stderr");
   EngineFlags flags;
   flags.add_to(app, true);
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = parse_args(app, argc, argv, "complete")) return *rc;
   if (prompt.empty() && tokens_s.empty()) {
     return report_error("complete", Status(StatusCode::kInvalidArgument, "pass -p TEXT or --tokens IDS"));
   }
+  if (Status st = check_utf8_arg("--prompt", prompt); !st.ok()) return report_error("complete", st);
   auto m = flags.load_model();
   if (!m.ok()) return report_error("complete", m.status());
   std::shared_ptr<const Model> model = std::move(m).value();

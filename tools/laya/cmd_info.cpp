@@ -18,7 +18,7 @@ int cmd_info(int argc, char** argv) {
   app.add_option("-c,--ctx", n_ctx, "context length for the memory estimate (default: min(training, 4096))")
       ->transform(int_in(1, int64_t{1} << 24));  // the engine's own bound (Engine::create)
   app.add_flag("--tensors", tensors, "list every tensor");
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = parse_args(app, argc, argv, "info")) return *rc;
   if (model_path.empty()) return report_error("info", Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL"));
   auto m = Model::load(model_path);
   if (!m.ok()) return report_error("info", m.status());

@@ -20,7 +20,7 @@ int cmd_logits(int argc, char** argv) {
   app.add_flag("--precise", precise, "reference mode: float32 KV cache and activations");
   EngineFlags flags;
   flags.add_to(app, false);
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = parse_args(app, argc, argv, "logits")) return *rc;
   // Ids against the vocabulary are checked by the engine (it names the index).
   auto ids = parse_id_list("--tokens", tokens_s);
   if (!ids.ok()) return report_error("logits", ids.status());

@@ -35,7 +35,7 @@ int cmd_mkmodel(int argc, char** argv) {
   app.add_flag("--list", list, "list the presets and exit");
   app.add_flag("--plan", plan_only, "print each tensor's type and shape, write nothing");
   app.add_flag("-q,--quiet", quiet, "no progress");
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = parse_args(app, argc, argv, "mkmodel")) return *rc;
   if (list) {
     for (const auto& p : model_presets()) {
       if (p.hidden) continue;

@@ -363,7 +363,7 @@ int cmd_replay(int argc, char** argv) {
   app.add_option("--fim-suffix-tokens", so.fim_suffix_tokens, "bound of the suffix in tokens")->transform(int_in(1, 512));
   EngineFlags flags;
   flags.add_to(app, false);
-  CLI11_PARSE(app, argc, argv);
+  if (auto rc = parse_args(app, argc, argv, "replay")) return *rc;
   // Every trace is read and checked before the model is loaded: a bad file fails at once.
   std::vector<Trace> traces;
   for (const std::string& p : paths) {

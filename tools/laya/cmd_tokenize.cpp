@@ -58,11 +58,12 @@ int cmd_tokenize(int argc, char** argv) {
   app.add_flag("--no-eos", no_eos, "do not add EOS")->excludes(o_eos);
   app.add_flag("--batch", batch, "read JSON lines {\"text\": ...} from stdin, write {\"ids\": [...]} per line");
   app.add_option("text", text, "the text to tokenize");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto rc = parse_args(app, argc, argv, "tokenize")) return *rc;
+  if (!batch && app.count("text") == 0)
+    return report_error("tokenize", Status(StatusCode::kInvalidArgument, "no text: pass TEXT (\"\" for none) or --batch"));
+  if (batch && app.count("text") > 0)
+    return report_error("tokenize", Status(StatusCode::kInvalidArgument, "TEXT and --batch: pass one (--batch reads stdin)"));
+  if (Status st = check_utf8_arg("TEXT", text); !st.ok()) return report_error("tokenize", st);
   auto tr = load(model, tokenizer);
   if (!tr.ok()) return fail("tokenize", tr.status().to_string());
   const tok::Tokenizer& t = *tr.value();
@@ -125,20 +126,17 @@ int cmd_detokenize(int argc, char** argv) {
   app.add_option("--ids", ids_s, "comma-separated token ids (or a JSON array)")->required();
   app.add_flag("--skip-special", skip_special, "leave out control tokens (BOS, EOS, ...)");
   app.add_flag("--json", as_json, "print the text as a JSON string");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto rc = parse_args(app, argc, argv, "detokenize")) return *rc;
   auto tr = load(model, tokenizer);
   if (!tr.ok()) return fail("detokenize", tr.status().to_string());
   const tok::Tokenizer& t = *tr.value();
   auto ids = parse_id_list("--ids", ids_s, 0, INT32_MAX);
-  if (!ids.ok()) return fail("detokenize", ids.status().to_string());
+  if (!ids.ok()) return report_error("detokenize", ids.status());
   for (size_t i = 0; i < ids->size(); ++i)
     if ((*ids)[i] >= t.n_vocab())
-      return fail("detokenize", fmt::format("--ids: token {} (item {}) is out of range: the vocabulary has {} tokens [0, {}]",
-                                            (*ids)[i], i + 1, t.n_vocab(), t.n_vocab() - 1));
+      return report_error("detokenize", Status(StatusCode::kInvalidArgument,
+                                               fmt::format("--ids: token {} (item {}) is out of range: the vocabulary has {} tokens [0, {}]",
+                                                           (*ids)[i], i + 1, t.n_vocab(), t.n_vocab() - 1)));
   tok::DecodeOptions dopt;
   dopt.skip_special = skip_special;
   std::string text = t.decode(ids.value(), dopt);
