@@ -253,6 +253,8 @@ int cmd_bench_typing(int argc, char** argv) {
   if (auto rc = parse_args(app, argc, argv, "bench-typing")) return *rc;
   if (paths.empty() && prompts.empty())
     return report_error("bench-typing", Status(StatusCode::kInvalidArgument, "pass trace files or -p TEXT"));
+  for (const std::string& p : prompts)
+    if (Status st = check_utf8_arg("--prompt", p); !st.ok()) return report_error("bench-typing", st);
   // Every trace is read, checked and rebuilt before the model is loaded: a bad file fails at once.
   std::vector<Trace> traces;
   std::vector<std::string> docs;

@@ -374,6 +374,13 @@ int cmd_replay(int argc, char** argv) {
     traces.push_back(std::move(t).value());
   }
   if (Status st = check_unique_names(traces); !st.ok()) return report_error("replay", st);
+  if (!fast) {  // a paced replay lasts as long as the traces: say so when that is long
+    double total_ms = 0;
+    for (const Trace& t : traces) total_ms += t.events.back().t_ms;
+    if (total_ms > 10 * 60e3)
+      warn("replay", fmt::format("replaying at the recorded pace takes {:.0f} minutes (the traces' t_ms); --fast plays "
+                                 "events back to back", total_ms / 60e3));
+  }
   auto m = flags.load_model();
   if (!m.ok()) return report_error("replay", m.status());
   std::shared_ptr<const Model> model = std::move(m).value();
