@@ -297,8 +297,12 @@ Status TokenizerBuilder::hf_vocab(const json& model, const std::string& name, si
       continue;
     }
     int b = -1;
-    if (s.size() == 6 && s.compare(0, 3, "<0x") == 0 && s[5] == '>')
-      b = int(std::strtol(s.substr(3, 2).c_str(), nullptr, 16));
+    // "<0xAB>": exactly two hex digits (strtol would read "<0xZZ>" as byte 0 and "<0x 1>" as 1).
+    auto hex = [](char c) {
+      return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    };
+    if (s.size() == 6 && s.compare(0, 3, "<0x") == 0 && s[5] == '>' && hex(s[3]) >= 0 && hex(s[4]) >= 0)
+      b = hex(s[3]) * 16 + hex(s[4]);
     if (b >= 0 && bpe.byte_fallback) {
       t->bytes_[id] = std::string(1, char(b));
       t->kind_[id] = TokenKind::kByte;
@@ -431,8 +435,10 @@ Status TokenizerBuilder::hf_post_processor(const json& tj, const json& cfg, cons
       std::vector<int32_t> ids;
       if (fld(fld(st, sid.c_str()), "ids").is_array()) {
         for (const auto& x : st[sid]["ids"]) {
-          if (!x.is_number_integer()) return bad(name, "post_processor.special_tokens." + sid + ".ids", "not an integer");
-          ids.push_back(x.get<int32_t>());
+          // get<int32_t> would wrap 2^32 + 5 to 5, an id inside the vocabulary.
+          if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > INT32_MAX)
+            return bad(name, "post_processor.special_tokens." + sid + ".ids", "not an integer in [0, 2^31)");
+          ids.push_back(static_cast<int32_t>(x.get<int64_t>()));
         }
       } else {
         int32_t id = id_by_name(sid);
