@@ -127,11 +127,11 @@ int cmd_detokenize(int argc, char** argv) {
   app.add_flag("--skip-special", skip_special, "leave out control tokens (BOS, EOS, ...)");
   app.add_flag("--json", as_json, "print the text as a JSON string");
   if (auto rc = parse_args(app, argc, argv, "detokenize")) return *rc;
+  auto ids = parse_id_list("--ids", ids_s, 0, INT32_MAX);  // before the tokenizer is loaded: a typo fails at once
+  if (!ids.ok()) return report_error("detokenize", ids.status());
   auto tr = load(model, tokenizer);
   if (!tr.ok()) return fail("detokenize", tr.status().to_string());
   const tok::Tokenizer& t = *tr.value();
-  auto ids = parse_id_list("--ids", ids_s, 0, INT32_MAX);
-  if (!ids.ok()) return report_error("detokenize", ids.status());
   for (size_t i = 0; i < ids->size(); ++i)
     if ((*ids)[i] >= t.n_vocab())
       return report_error("detokenize", Status(StatusCode::kInvalidArgument,
