@@ -11,7 +11,7 @@ if [ -z "${SKIP_SANITIZE:-}" ]; then
   "$ROOT/tools/ci/sanitize.sh"
 fi
 if [ -z "${SKIP_FUZZ:-}" ]; then
-  echo "== libFuzzer: GGUF and safetensors readers, tokenizer.json loading"
+  echo "== libFuzzer: GGUF and safetensors readers, tokenizer.json loading, CLI numbers, traces"
   FUZZ_SECONDS="${FUZZ_SECONDS:-60}" "$ROOT/tools/ci/fuzz.sh"
 fi
 echo "all tests passed"

@@ -2,7 +2,7 @@
 # Build laya_tests with AddressSanitizer + UndefinedBehaviorSanitizer
 # (-DLAYA_SANITIZE=ON, the default compiler: gcc is fine) in a separate build
 # directory and run the file-format, tokenizer, KV pool, attention, session, scheduler and
-# C API (misuse) tests under it (not the fixture-trace replay: ~8 min under ASan
+# C API (misuse), CLI number / trace parser tests under it (not the fixture-trace replay: ~8 min under ASan
 # on 2 cores).
 #
 #   tools/ci/sanitize.sh
@@ -11,7 +11,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build-asan}"
-FILTER="${FILTER:-Gguf*:Safetensors*:Tokenizer*:ModelMetadata*:HfMetadata*:KvBlockPool*:EngineKv*:KernelAttention*:Session*:SuggestScheduler*:CApi*:ThreadLimits*:-SessionIncremental.FixtureTracesEqualFromScratch:SessionIncremental.SyntheticTypingEqualsFromScratchWithEveryOption}"
+FILTER="${FILTER:-Gguf*:Safetensors*:Tokenizer*:ModelMetadata*:HfMetadata*:KvBlockPool*:EngineKv*:KernelAttention*:Session*:SuggestScheduler*:CApi*:ThreadLimits*:CliParse*:JsonAccessor*:TraceParse*:-SessionIncremental.FixtureTracesEqualFromScratch:SessionIncremental.SyntheticTypingEqualsFromScratchWithEveryOption}"
 JOBS="${JOBS:-$(nproc)}"
 
 cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
