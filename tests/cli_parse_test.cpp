@@ -142,5 +142,17 @@ TEST(JsonAccessor, NamesWhereFieldTypeFoundAndExpected) {
   EXPECT_EQ(err(json_int(arr, "n", "stdin line 2").status()), "stdin line 2: expected a JSON object, got array");
 }
 
+// A syntax error names the document and the byte, without nlohmann's
+// "[json.exception.parse_error.101]" prefix and without raw bytes of the input.
+TEST(JsonAccessor, ParseErrorsAreOneCleanLine) {
+  const Status st = parse_json("{\"text\":\"a\xff\x1b\"}", "t.jsonl:2").status();
+  EXPECT_EQ(st.message().rfind("t.jsonl:2: malformed JSON at byte ", 0), 0u) << st.message();
+  EXPECT_EQ(st.message().find("json.exception"), std::string::npos) << st.message();
+  EXPECT_EQ(st.message().find("parse error at line"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("UTF-8"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("\\xFF"), std::string::npos) << st.message();
+  for (char c : st.message()) EXPECT_FALSE(c == '\x1b' || c == '\xff') << st.message();
+}
+
 }  // namespace
 }  // namespace laya::cli

@@ -3,15 +3,53 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "core/utf8.h"
+
 namespace laya {
+
+namespace {
+
+// nlohmann's message without its "[json.exception.parse_error.101] parse
+// error at line 1, column 42: " prefix (the byte is given separately), and
+// with the bytes it quotes from the input ("last read: ...") escaped when
+// they are control codes or not UTF-8: the message stays one readable line.
+std::string library_detail(const char* what) {
+  std::string_view m(what);
+  if (m.starts_with("[json.exception.")) {
+    const size_t close = m.find("] ");
+    if (close != std::string_view::npos) m.remove_prefix(close + 2);
+  }
+  if (m.starts_with("parse error")) {
+    const size_t colon = m.find(": ");
+    if (colon != std::string_view::npos) m.remove_prefix(colon + 2);
+  }
+  std::string out;
+  for (size_t i = 0; i < m.size() && out.size() < 240;) {  // "last read" may be a 10 MB string
+    const unsigned char c = static_cast<unsigned char>(m[i]);
+    size_t len = utf8::sequence_length(c);
+    bool ok = len > 0 && i + len <= m.size() && c >= 0x20 && c != 0x7F;
+    for (size_t k = 1; ok && k < len; ++k) ok = utf8::is_continuation(static_cast<unsigned char>(m[i + k]));
+    if (!ok) {
+      out += fmt::format("\\x{:02X}", c);
+      ++i;
+      continue;
+    }
+    out.append(m.substr(i, len));
+    i += len;
+    if (out.size() >= 240 && i < m.size()) out += "\xE2\x80\xA6";
+  }
+  return out;
+}
+
+}  // namespace
 
 Result<nlohmann::json> parse_json(std::string_view text, const std::string& what) {
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
-    return Status(StatusCode::kCorrupt, fmt::format("{}: malformed JSON at byte {}: {}", what, e.byte, e.what()));
+    return Status(StatusCode::kCorrupt, fmt::format("{}: malformed JSON at byte {}: {}", what, e.byte, library_detail(e.what())));
   } catch (const nlohmann::json::exception& e) {
-    return Status(StatusCode::kCorrupt, fmt::format("{}: invalid JSON: {}", what, e.what()));
+    return Status(StatusCode::kCorrupt, fmt::format("{}: invalid JSON: {}", what, library_detail(e.what())));
   }
 }
 
