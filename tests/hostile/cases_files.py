@@ -68,6 +68,8 @@ def mkfifo(name):
 
 OWN_BENCH_JSON = json.dumps({"model": "old.gguf", "max_tokens": 8, "n_ctx": 1024, "traces": {}})
 OWN_REPLAY_JSON = json.dumps({"model": "old.gguf", "max_tokens": 8, "paced": False, "traces": {}})
+# Valid JSON lines but no header: refused by the trace check, whatever the JSON parser's message style.
+BAD_TRACE = '{"t_ms": 0, "op": "insert", "pos": 0, "text": "x"}\n'
 MK = ["mkmodel", "--preset", "test-tiny", "-q"]
 
 CASES = [
@@ -135,11 +137,11 @@ CASES = [
     # trace after a good one is an error naming it, before the model is loaded, and nothing is written.
     Case("bench-typing-good-then-bad-trace", "lost",
          ["bench-typing", "{tmp}/good.jsonl", "{tmp}/bad.jsonl", "--json", "{tmp}/out.json"],
-         files={"good.jsonl": tiny_trace(), "bad.jsonl": "not json\n"}, victims=["{tmp}/good.jsonl"],
+         files={"good.jsonl": tiny_trace(), "bad.jsonl": BAD_TRACE}, victims=["{tmp}/good.jsonl"],
          expect_msg=r"bad\.jsonl", check=only_files("good.jsonl", "bad.jsonl")),
     Case("replay-good-then-bad-trace", "lost",
          ["replay", "--fast", "{tmp}/good.jsonl", "{tmp}/bad.jsonl", "--json", "{tmp}/out.json"],
-         files={"good.jsonl": tiny_trace(), "bad.jsonl": "not json\n"}, victims=["{tmp}/good.jsonl"],
+         files={"good.jsonl": tiny_trace(), "bad.jsonl": BAD_TRACE}, victims=["{tmp}/good.jsonl"],
          expect_msg=r"bad\.jsonl", check=only_files("good.jsonl", "bad.jsonl")),
     Case("bench-steps-out-is-model", "lost", ["bench", "-m", "{tmp}/m.gguf", "-p", "0", "-n", "1", "--steps-out",
                                               "{tmp}/m.gguf"],
