@@ -69,7 +69,8 @@ Status check_not_input(const std::string& dest, const struct stat& dst, const Ou
     struct stat ist {};
     if (in.empty() || ::stat(in.c_str(), &ist) != 0) continue;
     if (ist.st_dev == dst.st_dev && ist.st_ino == dst.st_ino)
-      return refuse(dest, opt, fmt::format("is also an input of this command ({}); writing it would destroy it", in));
+      return refuse(dest, opt, fmt::format("is also an input of this command{}; writing it would destroy it",
+                                           in == dest ? "" : fmt::format(" ({})", in)));
     if (S_ISDIR(ist.st_mode) && have_parent && ist.st_dev == parent.st_dev && ist.st_ino == parent.st_ino)
       return refuse(dest, opt, fmt::format("is a file of the input folder {}; writing it could destroy the input", in));
   }
