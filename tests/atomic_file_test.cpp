@@ -15,6 +15,7 @@
 #include "core/io.h"
 #include "core/mmap.h"
 #include "format/gguf_writer.h"
+#include "laya/laya.h"
 #include "test_util.h"
 
 namespace laya {
@@ -212,6 +213,17 @@ TEST(NonRegularInputs, AreRefusedWithoutBlocking) {
   test::expect_status(MappedFile::open("/dev/zero").status(), StatusCode::kInvalidArgument,
                       {"/dev/zero", "character device"});
   test::expect_status(read_file("/dev/zero").status(), StatusCode::kInvalidArgument, {"/dev/zero"});
+}
+
+// The same through the C API door (laya_model_load uses Model::load).
+TEST(NonRegularInputs, CApiModelLoadDoesNotBlock) {
+  TempDir d;
+  ASSERT_EQ(::mkfifo((d / "fifo.gguf").c_str(), 0600), 0);
+  laya_model* m = nullptr;
+  EXPECT_EQ(laya_model_load((d / "fifo.gguf").c_str(), &m), LAYA_INVALID_ARGUMENT);
+  EXPECT_EQ(laya_model_load("/dev/zero", &m), LAYA_INVALID_ARGUMENT);
+  EXPECT_EQ(laya_model_load(d.dir.c_str(), &m), LAYA_NOT_FOUND);  // a folder without config.json
+  EXPECT_EQ(m, nullptr);
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 // rename is atomic), every write and the close are checked, the data is
 // fsynced, then renamed over the destination and the folder fsynced. On any
 // failure the temporary file is removed and the destination is untouched: a
-// full disk or `ulimit -f` never leaves a truncated file where a good one was.
+// full disk or `ulimit -f` never leaves a truncated file where a good one was
+// (a process killed mid-write leaves a `.NAME.tmp-PID-N` beside it, never a
+// truncated NAME). Replacing makes a new inode: other hard links keep the old.
 //
 // Before any work a command calls check_output() with the paths it reads, so
 // that `logits -m X -o X` or `bench-typing T --json T` is refused at once.

@@ -32,10 +32,11 @@ def tiny_trace(text="hi"):
 
 
 def copy_fixture_trace(name="t.jsonl"):
+    # setup() is not given the runner's --fixtures: this is its default (or $LAYA_FIXTURES).
     def setup(tmp):
-        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "fixtures",
-                           "traces", "zh_meeting_memo.jsonl")
-        shutil.copyfile(src, tmp / name)
+        fixtures = os.environ.get("LAYA_FIXTURES") or os.path.join(
+            os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "fixtures")
+        shutil.copyfile(os.path.join(fixtures, "traces", "zh_meeting_memo.jsonl"), tmp / name)
     return setup
 
 
