@@ -4,6 +4,7 @@
 
 #include "cli_util.h"
 #include "engine/engine.h"
+#include "outputs.h"
 
 namespace laya::cli {
 
@@ -19,6 +20,9 @@ int cmd_logits(int argc, char** argv) {
   EngineFlags flags;
   flags.add_to(app, false);
   CLI11_PARSE(app, argc, argv);
+  // Refused before any work: -o naming the model, or a file that is not a .npy.
+  const OutputOptions out_opt = npy_output("-o", {flags.model_path});
+  if (Status st = check_output(out_path, out_opt); !st.ok()) return report_error("logits", st);
   auto ids = parse_id_list(tokens_s);
   if (!ids.ok()) return report_error("logits", ids.status());
   auto m = flags.load_model();
@@ -49,7 +53,7 @@ int cmd_logits(int argc, char** argv) {
     if (!all) std::copy(seq->logits(), seq->logits() + nv, out.begin());
   }
   std::vector<int64_t> shape = all ? std::vector<int64_t>{n, nv} : std::vector<int64_t>{nv};
-  Status st = write_npy_f32(out_path, out.data(), shape);
+  Status st = write_npy(out_path, out.data(), shape, out_opt);
   if (!st.ok()) return report_error("logits", st);
   return 0;
 }
