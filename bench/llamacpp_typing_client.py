@@ -296,12 +296,14 @@ class Stats:
             "cancelled_after_ms")
 
     def __init__(self):
-        self.events = self.cancelled = self.windowed = 0
+        self.events = self.cancelled = self.windowed = self.server_errors = 0
+        self.first_error = ""
         self.free_keystrokes = self.accepts = self.accept_chars = 0
         self.v = {k: [] for k in self.KEYS}
 
     def add(self, o):
-        for a in ("events", "cancelled", "windowed", "free_keystrokes", "accepts", "accept_chars"):
+        self.first_error = self.first_error or o.first_error
+        for a in ("events", "cancelled", "windowed", "server_errors", "free_keystrokes", "accepts", "accept_chars"):
             setattr(self, a, getattr(self, a) + getattr(o, a))
         for k in self.KEYS:
             self.v[k] += o.v[k]
@@ -311,6 +313,7 @@ class Stats:
             "events": self.events,
             "completed": len(self.v["suggest_ms"]),
             "cancelled": self.cancelled,
+            "server_errors": self.server_errors,
             "suggest_ms": dist_ms(self.v["suggest_ms"]),
             "server_ms": dist_ms(self.v["server_ms"]),
             "prompt_ms": dist_ms(self.v["prompt_ms"]),
@@ -340,6 +343,8 @@ class Stats:
               f"cached (cache_n) p50 {c['p50']} max {c['max']}")
         if self.cancelled:
             print(f"  cancelled after ms   {f(j['cancelled_after_ms'])}")
+        if self.server_errors:
+            print(f"  server errors (HTTP 500, no suggestion shown) {self.server_errors}: {self.first_error[:160]}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -411,10 +416,15 @@ class Server:
         self.last_used = time.perf_counter()
         if self.conn.sock is not None:
             self.conn.sock.settimeout(self.timeout)
-        if r.status != 200:
-            raise SystemExit(f"llamacpp client: HTTP {r.status} from llama-server: {data[:500].decode('utf-8', 'replace')}")
         if (r.getheader("Connection") or "").lower() == "close":
             self.close()
+        if r.status == 500 and self.path in ("/completion", "/infill"):
+            # The server computed the completion but its output parser refused the text (seen on
+            # Chinese: "does not match the expected Content-only format"): the editor shows
+            # nothing. Counted as a server error and timed like any answer; the replay goes on.
+            return {"_server_error": data[:300].decode("utf-8", "replace")}
+        if r.status != 200:
+            raise SystemExit(f"llamacpp client: HTTP {r.status} from llama-server: {data[:500].decode('utf-8', 'replace')}")
         return json.loads(data)
 
     def post(self, path, obj):
@@ -475,6 +485,10 @@ def replay(args, srv, name, requests):
             srv.close()
             s.cancelled += 1
             s.v["cancelled_after_ms"].append((t_done - t_send) * 1000.0)
+        elif "_server_error" in r:
+            s.server_errors += 1
+            s.first_error = s.first_error or r["_server_error"]
+            s.v["suggest_ms"].append((t_done - t_send) * 1000.0)
         else:
             tm = r.get("timings", {})
             s.v["suggest_ms"].append((t_done - t_send) * 1000.0)

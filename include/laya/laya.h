@@ -74,7 +74,8 @@ const char* laya_last_error(void);
  * above: do not truncate or rewrite the files in place while loaded).
  * Returns LAYA_INVALID_ARGUMENT for a NULL path or out, LAYA_NOT_FOUND,
  * LAYA_CORRUPT, LAYA_UNSUPPORTED or LAYA_IO on failure; *out is set only on
- * LAYA_OK. */
+ * LAYA_OK. A FIFO, device or other special file is LAYA_INVALID_ARGUMENT
+ * (refused before it is opened: the call never blocks on it). */
 laya_status laya_model_load(const char* path, laya_model** out);
 /* Frees a model; engines created from it keep it alive until they are freed.
  * NULL, or a pointer that is no live model handle, is ignored. */

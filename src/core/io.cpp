@@ -10,7 +10,17 @@
 namespace laya {
 
 Result<std::string> read_file(const std::string& path, size_t max_bytes) {
-  // O_NONBLOCK: opening a FIFO with no writer must not hang; regular files ignore it.
+  // stat first: a folder, FIFO or device is refused without being opened
+  // (opening a device can have effects). O_NONBLOCK: a FIFO put in the file's
+  // place after the stat must not hang the open; regular files ignore it.
+  struct stat pre {};
+  if (::stat(path.c_str(), &pre) == 0 && !S_ISREG(pre.st_mode)) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("{}: not a regular file ({})", path,
+                              S_ISDIR(pre.st_mode) ? "a folder" : S_ISFIFO(pre.st_mode) ? "a FIFO"
+                                                  : S_ISCHR(pre.st_mode)   ? "a character device"
+                                                                           : "a special file"));
+  }
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;

@@ -11,6 +11,12 @@
 namespace laya {
 
 namespace {
+Status not_regular(const std::string& path, mode_t mode) {
+  const char* what = S_ISDIR(mode) ? "a folder" : S_ISFIFO(mode) ? "a FIFO" : S_ISCHR(mode) ? "a character device"
+                     : S_ISBLK(mode) ? "a block device" : S_ISSOCK(mode) ? "a socket" : "a special file";
+  return Status(StatusCode::kInvalidArgument, fmt::format("{}: not a regular file ({}); expected a file on disk", path, what));
+}
+
 int64_t mtime_ns(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
@@ -54,12 +60,22 @@ Status MappedFile::check_unchanged() const {
 }
 
 Result<MappedFile> MappedFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return Status(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kIo,
-                  fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  }
+  // stat before open: opening a FIFO blocks until a writer appears, and
+  // opening a device can have effects. O_NONBLOCK covers a file swapped for a
+  // FIFO between the two calls; the fstat below is the check that counts.
   struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int e = errno;
+    return Status(e == ENOENT ? StatusCode::kNotFound : StatusCode::kIo,
+                  fmt::format("{}: cannot open: {}", path, std::strerror(e)));
+  }
+  if (!S_ISREG(st.st_mode)) return not_regular(path, st.st_mode);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    const int e = errno;
+    return Status(e == ENOENT ? StatusCode::kNotFound : StatusCode::kIo,
+                  fmt::format("{}: cannot open: {}", path, std::strerror(e)));
+  }
   if (fstat(fd, &st) != 0) {
     int e = errno;
     ::close(fd);
@@ -67,7 +83,7 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return Status(StatusCode::kInvalidArgument, fmt::format("{}: not a regular file", path));
+    return not_regular(path, st.st_mode);
   }
   MappedFile m;
   m.path_ = path;

@@ -1,7 +1,6 @@
 // GGUF v3 streaming writer (see gguf_writer.h).
 #include "format/gguf_writer.h"
 
-#include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
 
@@ -36,9 +35,7 @@ std::vector<uint8_t> scalar_payload(ValueType t, T v) {
 
 }  // namespace
 
-Writer::~Writer() {
-  if (f_) std::fclose(f_);
-}
+Writer::~Writer() = default;  // an unfinished file is discarded by out_
 
 void Writer::add_kv(std::string_view key, std::vector<uint8_t> payload) {
   for (auto& kv : kvs_) {
@@ -102,7 +99,7 @@ void Writer::set_array(std::string_view k, ValueType elem_type, const void* data
 }
 
 Result<size_t> Writer::add_tensor(std::string_view name, DType type, const std::vector<int64_t>& ne) {
-  if (f_) return Status(StatusCode::kInternal, "gguf writer: add_tensor after begin()");
+  if (begun_) return Status(StatusCode::kInternal, "gguf writer: add_tensor after begin()");
   const DTypeInfo* info = dtype_info(static_cast<uint32_t>(type));
   if (!info) return Status(StatusCode::kInvalidArgument, fmt::format("tensor '{}': unknown type", name));
   if (ne.empty() || ne.size() > 4)
@@ -138,13 +135,9 @@ uint64_t Writer::file_size() const {
   return align_up(h, alignment_) + data_size_;
 }
 
-Status Writer::io_error(const char* what) const {
-  return Status(StatusCode::kIo, fmt::format("{}: {}: {}", path_, what, std::strerror(errno)));
-}
-
 Status Writer::put(const void* p, size_t n) {
   if (n == 0) return Status::Ok();
-  if (std::fwrite(p, 1, n, f_) != n) return io_error("write failed");
+  LAYA_TRY(out_.write(p, n));
   pos_ += n;
   return Status::Ok();
 }
@@ -160,15 +153,13 @@ Status Writer::pad_to_alignment() {
   return Status::Ok();
 }
 
-Status Writer::begin(const std::string& path) {
-  if (f_) return Status(StatusCode::kInternal, "gguf writer: begin() called twice");
+Status Writer::begin(const std::string& path, const OutputOptions& opt) {
+  if (begun_) return Status(StatusCode::kInternal, "gguf writer: begin() called twice");
   if (alignment_ == 0 || (alignment_ & (alignment_ - 1)) != 0)
     return Status(StatusCode::kInvalidArgument, "gguf writer: alignment must be a power of two");
   if (alignment_ != 32 && !has_key("general.alignment")) set_u32("general.alignment", static_cast<uint32_t>(alignment_));
-  path_ = path;
-  f_ = std::fopen(path.c_str(), "wb");
-  if (!f_) return io_error("cannot create file");
-  std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
+  LAYA_ASSIGN_OR_RETURN(out_, AtomicFile::create(path, opt));
+  begun_ = true;
   std::vector<uint8_t> h;
   append<uint32_t>(h, kMagic);
   append<uint32_t>(h, 3);
@@ -198,7 +189,7 @@ Status Writer::begin(const std::string& path) {
 }
 
 Status Writer::write(const void* data, size_t n) {
-  if (!f_) return Status(StatusCode::kInternal, "gguf writer: write() before begin()");
+  if (!out_.is_open()) return Status(StatusCode::kInternal, "gguf writer: write() before begin() or after a failure");
   if (cur_ >= tensors_.size())
     return Status(StatusCode::kInternal, fmt::format("gguf writer: {} bytes written after the last tensor", n));
   const TensorDecl& t = tensors_[cur_];
@@ -216,18 +207,13 @@ Status Writer::write(const void* data, size_t n) {
 }
 
 Status Writer::finish() {
-  if (!f_) return Status(StatusCode::kInternal, "gguf writer: finish() before begin()");
+  if (!out_.is_open()) return Status(StatusCode::kInternal, "gguf writer: finish() before begin() or after a failure");
   if (cur_ != tensors_.size()) {
-    std::fclose(f_);
-    f_ = nullptr;
+    out_.discard();  // an incomplete GGUF never reaches its name
     return Status(StatusCode::kInternal, fmt::format("gguf writer: tensor '{}' incomplete ({} of {} bytes written)",
                                                      tensors_[cur_].name, cur_written_, tensors_[cur_].nbytes));
   }
-  const bool flush_ok = std::fflush(f_) == 0;
-  const bool close_ok = std::fclose(f_) == 0;
-  f_ = nullptr;
-  if (!flush_ok || !close_ok) return io_error("flush/close failed");
-  return Status::Ok();
+  return out_.commit();
 }
 
 }  // namespace laya::gguf

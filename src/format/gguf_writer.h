@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/dtype.h"
 #include "core/status.h"
 #include "format/gguf.h"
@@ -67,14 +68,17 @@ class Writer {
 
   // ---- writing ---------------------------------------------------------------
   // Creates the file and writes header, metadata, tensor infos and padding.
-  Status begin(const std::string& path);
+  // The file is an AtomicFile (core/atomic_file.h): `path` shows the whole
+  // GGUF only after finish(); a failure or a Writer destroyed before then
+  // leaves `path` as it was. `opt` says whether an existing file may be replaced.
+  Status begin(const std::string& path, const OutputOptions& opt = {});
   // Appends bytes of the current tensor (tensors in declaration order). A
   // piece may not cross into the next tensor; when a tensor is complete its
   // padding is written and the next one becomes current.
   Status write(const void* data, size_t n);
   // Index of the tensor the next write() goes to (n_tensors() when all done).
   size_t current_tensor() const { return cur_; }
-  // Checks all tensor bytes were written, flushes and closes.
+  // Checks all tensor bytes were written, then commits the file (fsync, rename).
   Status finish();
 
  private:
@@ -90,7 +94,6 @@ class Writer {
     uint64_t offset = 0;  // relative to the data section
   };
   void add_kv(std::string_view key, std::vector<uint8_t> payload);
-  Status io_error(const char* what) const;
   Status put(const void* p, size_t n);
   Status pad_to_alignment();
 
@@ -98,8 +101,8 @@ class Writer {
   std::vector<Kv> kvs_;
   std::vector<TensorDecl> tensors_;
   uint64_t data_size_ = 0;  // bytes of the data section (padded)
-  std::FILE* f_ = nullptr;
-  std::string path_;
+  AtomicFile out_;
+  bool begun_ = false;
   uint64_t pos_ = 0;        // bytes written to the file
   size_t cur_ = 0;          // current tensor
   size_t cur_written_ = 0;  // bytes of it written

@@ -65,6 +65,10 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
   m->path_ = path;
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
+    if (!fs::exists(fs::path(path) / "config.json", ec)) {
+      return Status(StatusCode::kNotFound, fmt::format("{}: a folder without config.json (expected a .gguf file or a "
+                                                       "Hugging Face folder with config.json + safetensors)", path));
+    }
     m->format_ = ModelFormat::kHfFolder;
     LAYA_TRY(m->load_hf(path));
   } else if (fs::exists(path, ec)) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <system_error>
 #include <thread>
 
@@ -175,6 +176,16 @@ Result<MkModelReport> make_random_model(const ModelPreset& p, const MkModelOptio
   const auto t0 = std::chrono::steady_clock::now();
   MkModelReport rep;
   LAYA_TRY(ThreadPool::check_count(opt.n_threads));
+  // The output may not be the tokenizer it reads (nor the config beside it);
+  // checked before the minutes of work, not after.
+  OutputOptions out_opt = opt.output;
+  const std::string tok_path =
+      opt.tokenizer_json.empty() ? modelgen::find_fixture_tokenizer(p, opt.fixtures_dir) : opt.tokenizer_json;
+  if (!tok_path.empty()) {
+    out_opt.inputs.push_back(tok_path);
+    out_opt.inputs.push_back((std::filesystem::path(tok_path).parent_path() / "tokenizer_config.json").string());
+  }
+  LAYA_TRY(check_output(path, out_opt));
   if (!find_arch_by_gguf_name(p.arch)) {
     return Status(StatusCode::kUnsupported, fmt::format("preset '{}': architecture '{}' is not supported (supported: {})",
                                                         p.name, p.arch, supported_arch_list()));
@@ -198,7 +209,7 @@ Result<MkModelReport> make_random_model(const ModelPreset& p, const MkModelOptio
       return Status(StatusCode::kUnsupported, fmt::format("tensor '{}': no quantizer for {}", t.name, dtype_name(t.type)));
   }
   rep.file_bytes = w.file_size();
-  LAYA_TRY(w.begin(path));
+  LAYA_TRY(w.begin(path, out_opt));
   TensorWriter tw(p, opt, rep.file_bytes, w);
   for (size_t ti = 0; ti < plan.size(); ++ti) LAYA_TRY(tw.write(plan[ti], ti));
   if (opt.verbose) std::fprintf(stderr, "\n");

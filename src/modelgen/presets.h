@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/dtype.h"
 #include "core/status.h"
 #include "model/arch.h"
@@ -65,6 +66,9 @@ struct MkModelOptions {
   std::string fixtures_dir;    // where hf/llama3/tokenizer.json etc. live; empty: search the defaults
   int n_threads = 0;           // 0: hardware concurrency; at most ThreadPool::max_threads() (else kInvalidArgument)
   bool verbose = false;        // progress to stderr
+  // Whether an existing file may be replaced and which inputs it may not be
+  // (core/atomic_file.h); checked before any work, the file written atomically.
+  OutputOptions output;
 };
 
 struct MkModelReport {

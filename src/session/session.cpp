@@ -476,6 +476,19 @@ Status Session::prefill_prompt(Suggestion& s) {
     s.timings.tokens_reused = static_cast<int64_t>(common);
     return Status::Ok();
   }
+  if (common < static_cast<size_t>(eng_.options().kv_block_positions) && seq_->n_past() > static_cast<int64_t>(common) &&
+      prompt_.size() > 2 * common) {
+    // Only the first few tokens (BOS) match: the prompt switched between plain
+    // and FIM (PSM puts the prefix marker after BOS: a move into a line with
+    // text after it, and back), or the window moved. The cut blocks stay in
+    // the pool's cache under their content keys, so the variant used before
+    // is adopted again instead of recomputed (measured on zh_meeting_memo:
+    // ~700-token prefills at every move into the text and back). At worst
+    // the < one block of common tokens is computed again.
+    LAYA_TRY(truncate_to(0));
+    common = static_cast<size_t>(std::min<int64_t>(eng_.reuse_cached_prefix(*seq_, prompt_),
+                                                   static_cast<int64_t>(prompt_.size())));
+  }
   if (common == prompt_.size()) --common;
   s.timings.tokens_reused = static_cast<int64_t>(common);
   logits_at_ = -1;

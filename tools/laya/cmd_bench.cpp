@@ -13,6 +13,7 @@
 
 #include "cli_util.h"
 #include "engine/engine.h"
+#include "outputs.h"
 #include "sampling/sampler.h"
 
 namespace laya::cli {
@@ -70,6 +71,10 @@ int cmd_bench(int argc, char** argv) {
   EngineFlags flags;
   flags.add_to(app, true);
   if (auto rc = parse_args(app, argc, argv, "bench")) return *rc;
+  const OutputOptions steps_opt = lines_output("--steps-out", {flags.model_path});
+  if (!steps_out.empty()) {
+    if (Status st = check_output(steps_out, steps_opt); !st.ok()) return report_error("bench", st);  // before any work
+  }
   auto m = flags.load_model();
   if (!m.ok()) return report_error("bench", m.status());
   std::shared_ptr<const Model> model = std::move(m).value();
@@ -131,10 +136,9 @@ int cmd_bench(int argc, char** argv) {
     }
   }
   if (!steps_out.empty()) {
-    std::FILE* f = std::fopen(steps_out.c_str(), "w");
-    if (!f) return report_error("bench", Status(StatusCode::kIo, "cannot write --steps-out file '" + steps_out + "'"));
-    for (double v : step_ms) std::fprintf(f, "%.4f\n", v);
-    std::fclose(f);
+    std::string text;
+    for (double v : step_ms) text += fmt::format("{:.4f}\n", v);
+    if (Status st = write_file_atomic(steps_out, text, steps_opt); !st.ok()) return report_error("bench", st);
   }
   double total_ms = 0;
   for (double v : step_ms) total_ms += v;

@@ -36,7 +36,6 @@
 #include <chrono>
 #include <cstdio>
 #include <fmt/format.h>
-#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -46,6 +45,7 @@
 #include "cli_util.h"
 #include "engine/engine.h"
 #include "latency_stats.h"
+#include "outputs.h"
 #include "session/session.h"
 #include "tokenizer/tokenizer.h"
 #include "trace.h"
@@ -255,6 +255,15 @@ int cmd_bench_typing(int argc, char** argv) {
     return report_error("bench-typing", Status(StatusCode::kInvalidArgument, "pass trace files or -p TEXT"));
   for (const std::string& p : prompts)
     if (Status st = check_utf8_arg("--prompt", p); !st.ok()) return report_error("bench-typing", st);
+  // --json is checked before any work: never a trace or the model, and an
+  // existing file only when it is an earlier result of bench-typing.
+  std::vector<std::string> inputs = paths;
+  inputs.push_back(flags.model_path);
+  const OutputOptions json_opt =
+      json_output("--json", inputs, {"traces", "n_ctx", "max_tokens"}, {"prompt", "suggestion"});
+  if (!json_path.empty()) {
+    if (Status st = check_output(json_path, json_opt); !st.ok()) return report_error("bench-typing", st);
+  }
   // Every trace is read, checked and rebuilt before the model is loaded: a bad file fails at once.
   std::vector<Trace> traces;
   std::vector<std::string> docs;
@@ -297,20 +306,25 @@ int cmd_bench_typing(int argc, char** argv) {
     }
     if (traces.empty()) {
       if (!json_path.empty()) {
-        std::ofstream f(json_path);
-        if (!f) return report_error("bench-typing", Status(StatusCode::kIo, "cannot write " + json_path));
-        f << arr.dump(2) << "\n";
+        if (Status st = write_file_atomic(json_path, arr.dump(2) + "\n", json_opt); !st.ok())
+          return report_error("bench-typing", st);
       }
       return 0;
     }
   }
 
+  // Every trace was checked before the model was loaded, so a bad file fails
+  // before any work. A trace that fails while it runs stops the run, and the
+  // results of the traces before it are still written (marked "incomplete").
   json jt = json::object();
   TraceResult total;
+  Status failed;
   for (size_t i = 0; i < traces.size(); ++i) {
     TraceResult r;
-    if (Status st = type_document(eng, *tk, so, opt, traces[i].name, docs[i], verbose, &r); !st.ok())
-      return report_error("bench-typing", Status(st.code(), fmt::format("{}: {}", traces[i].path, st.message())));
+    if (Status st = type_document(eng, *tk, so, opt, traces[i].name, docs[i], verbose, &r); !st.ok()) {
+      failed = Status(st.code(), fmt::format("{}: {}", traces[i].path, st.message()));
+      break;
+    }
     json j = json::object();
     add_json(r, &j);
     jt[traces[i].name] = j;
@@ -328,12 +342,13 @@ int cmd_bench_typing(int argc, char** argv) {
   out["fim_suffix_tokens"] = so.fim_suffix_tokens;
   add_json(total, &out);
   out["traces"] = jt;
+  if (!failed.ok()) out["incomplete"] = failed.message();
+  const int rc = failed.ok() ? 0 : report_error("bench-typing", failed);
   if (!json_path.empty()) {
-    std::ofstream f(json_path);
-    if (!f) return report_error("bench-typing", Status(StatusCode::kIo, "cannot write " + json_path));
-    f << out.dump(2) << "\n";
+    if (Status st = write_file_atomic(json_path, out.dump(2) + "\n", json_opt); !st.ok())
+      return report_error("bench-typing", st);
   }
-  return 0;
+  return rc;
 }
 
 }  // namespace laya::cli

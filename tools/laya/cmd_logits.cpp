@@ -6,6 +6,7 @@
 #include "cli_parse.h"
 #include "cli_util.h"
 #include "engine/engine.h"
+#include "outputs.h"
 
 namespace laya::cli {
 
@@ -21,6 +22,9 @@ int cmd_logits(int argc, char** argv) {
   EngineFlags flags;
   flags.add_to(app, false);
   if (auto rc = parse_args(app, argc, argv, "logits")) return *rc;
+  // Refused before any work: -o naming the model, or a file that is not a .npy.
+  const OutputOptions out_opt = npy_output("-o", {flags.model_path});
+  if (Status st = check_output(out_path, out_opt); !st.ok()) return report_error("logits", st);
   // Ids against the vocabulary are checked by the engine (it names the index).
   auto ids = parse_id_list("--tokens", tokens_s);
   if (!ids.ok()) return report_error("logits", ids.status());
@@ -56,7 +60,7 @@ int cmd_logits(int argc, char** argv) {
     if (!all) std::copy(seq->logits(), seq->logits() + nv, out.begin());
   }
   std::vector<int64_t> shape = all ? std::vector<int64_t>{n, nv} : std::vector<int64_t>{nv};
-  Status st = write_npy_f32(out_path, out.data(), shape);
+  Status st = write_npy(out_path, out.data(), shape, out_opt);
   if (!st.ok()) return report_error("logits", st);
   return 0;
 }

@@ -23,10 +23,11 @@ int cmd_mkmodel(int argc, char** argv) {
   std::string preset, type_s = "Q8_0", out, tokenizer;
   uint64_t seed = 1;
   int threads = 0;
-  bool list = false, quiet = false, plan_only = false;
+  bool list = false, quiet = false, plan_only = false, force = false;
   app.add_option("--preset", preset, "model shape: " + names);
   app.add_option("--type", type_s, "Q8_0, Q4_K_M (llama.cpp's mix), F16, BF16 or F32 (default Q8_0)");
-  app.add_option("-o,--output", out, "the .gguf file to write");
+  app.add_option("-o,--output", out, "the .gguf file to write (written whole or not at all)");
+  app.add_flag("--force", force, "replace -o when it exists (never an input)");
   app.add_option("--seed", seed, "random seed (default 1)")->transform(int_in(0, INT64_MAX));
   app.add_option("--tokenizer", tokenizer,
                  "a tokenizer.json (default: ../shared/fixtures/tokenizer/hf/{llama3,qwen3}, else a synthetic byte vocabulary)");
@@ -72,6 +73,9 @@ int cmd_mkmodel(int argc, char** argv) {
   opt.tokenizer_json = tokenizer;
   opt.n_threads = threads;
   opt.verbose = !quiet;
+  opt.output.overwrite = force;
+  opt.output.option = "-o";
+  opt.output.force_flag = "--force";
   auto r = make_random_model(*p, opt, out);
   if (!r.ok()) return report_error("mkmodel", r.status());
   std::printf("%s: %s %s, %.2f M parameters, %.2f MB, tokenizer %s (%lld tokens), %.1f s\n", out.c_str(), p->name.c_str(),

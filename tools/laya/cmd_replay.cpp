@@ -50,7 +50,6 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -63,6 +62,7 @@
 #include "core/sha256.h"
 #include "engine/engine.h"
 #include "latency_stats.h"
+#include "outputs.h"
 #include "session/scheduler.h"
 #include "session/session.h"
 #include "tokenizer/tokenizer.h"
@@ -331,14 +331,6 @@ class Replayer {
   bool fast_, verify_;
 };
 
-Status write_json(const std::string& path, const json& j) {
-  std::ofstream f(path);
-  if (!f) return Status(StatusCode::kIo, fmt::format("cannot write {}", path));
-  f << j.dump(2) << "\n";
-  if (!f) return Status(StatusCode::kIo, fmt::format("error writing {}", path));
-  return Status::Ok();
-}
-
 }  // namespace
 
 int cmd_replay(int argc, char** argv) {
@@ -364,7 +356,18 @@ int cmd_replay(int argc, char** argv) {
   EngineFlags flags;
   flags.add_to(app, false);
   if (auto rc = parse_args(app, argc, argv, "replay")) return *rc;
-  // Every trace is read and checked before the model is loaded: a bad file fails at once.
+  // --json is checked before any work: never a trace or the model, and an
+  // existing file only when it is an earlier result of replay.
+  std::vector<std::string> inputs = paths;
+  inputs.push_back(flags.model_path);
+  const OutputOptions json_opt = json_output("--json", inputs, {"traces", "paced", "max_tokens"});
+  if (!json_path.empty()) {
+    if (Status st = check_output(json_path, json_opt); !st.ok()) return report_error("replay", st);
+  }
+  // Every trace is read and checked before the model is loaded: a bad file
+  // fails at once, before any work. A trace that fails while it runs stops
+  // the run; the results of the traces before it are still written
+  // (marked "incomplete").
   std::vector<Trace> traces;
   for (const std::string& p : paths) {
     auto t = load_trace(p);
@@ -397,15 +400,18 @@ int cmd_replay(int argc, char** argv) {
   Replayer rp(**e, *tk, so, opt, fast, verify);
   Stats all;
   json per = json::object();
+  Status failed;
   for (const Trace& t : traces) {
     Stats s;
-    if (Status st = rp.run(t, &s); !st.ok()) return report_error("replay", st);
+    failed = rp.run(t, &s);
+    if (!failed.ok()) break;
     print_stats(t.name, s, verify);
     std::fflush(stdout);
     per[t.name] = stats_json(s, verify);
     all.add(s);
   }
   if (traces.size() > 1) print_stats("overall", all, verify);
+  const int rc = !failed.ok() ? report_error("replay", failed) : verify && all.mismatches > 0 ? 1 : 0;
   if (!json_path.empty()) {
     json out = stats_json(all, verify);
     out["model"] = flags.model_path;
@@ -415,9 +421,11 @@ int cmd_replay(int argc, char** argv) {
     out["fim"] = fim;
     out["fim_suffix_tokens"] = so.fim_suffix_tokens;
     out["traces"] = per;
-    if (Status st = write_json(json_path, out); !st.ok()) return report_error("replay", st);
+    if (!failed.ok()) out["incomplete"] = failed.message();
+    if (Status st = write_file_atomic(json_path, out.dump(2) + "\n", json_opt); !st.ok())
+      return report_error("replay", st);
   }
-  return verify && all.mismatches > 0 ? 1 : 0;
+  return rc;
 }
 
 }  // namespace laya::cli
