@@ -45,6 +45,23 @@ def bad_name_trace(tmp):
     (tmp / os.fsdecode(b"\xff.jsonl")).write_bytes(('{"final_sha256":"%s"}\n' % sha("hello") + INS).encode())
 
 
+DEFAULT_MODEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models", "laya-default-q8_0.gguf")
+
+
+def model_with_bad_name(tmp):
+    # The model path goes into --json results: bytes that are not UTF-8 made nlohmann throw (abort).
+    os.symlink(os.path.abspath(DEFAULT_MODEL), tmp / os.fsdecode(b"m\xff.gguf"))
+
+
+def json_written(tmp, proc):
+    import json
+    try:
+        json.loads((tmp / "o.json").read_text("utf-8"))
+    except Exception as e:  # noqa: BLE001 - any failure is the finding
+        return f"o.json is not a JSON document: {e}"
+    return None
+
+
 def fifo_trace(tmp):
     os.mkfifo(tmp / "fifo.jsonl")
 
@@ -61,6 +78,14 @@ CASES = [
          expect_rc=2, expect_msg=r"laya complete: error: --threads: '100000' is out of range \[0, \d+\]", needs=["model"]),
     Case("mkmodel-threads-100000", "crash", ["mkmodel", "--preset", "tiny", "-t", "100000", "-o", "{tmp}/m.gguf"],
          expect_rc=2, expect_msg=r"--threads: '100000' is out of range"),
+    Case("replay-json-model-path-not-utf8", "crash",
+         ["replay", "--fast", "-t", "1", "--max-tokens", "2", "-m", "{tmp}/m\udcff.gguf", "{tmp}/t.jsonl", "--json", "{tmp}/o.json"],
+         files={"t.jsonl": good_trace()}, setup=model_with_bad_name, expect_rc=0, check=json_written, needs=["model"],
+         timeout=60),
+    Case("bench-typing-json-model-path-not-utf8", "crash",
+         ["bench-typing", "-t", "1", "--max-tokens", "2", "-m", "{tmp}/m\udcff.gguf", "{tmp}/t.jsonl", "--json", "{tmp}/o.json"],
+         files={"t.jsonl": good_trace()}, setup=model_with_bad_name, expect_rc=0, check=json_written, needs=["model"],
+         timeout=60),
     Case("bench-typing-prompt-invalid-utf8", "crash", ["bench-typing", "-m", "{model}", "-t", "1", "-p", "ab\udcff"],
          expect_rc=2, expect_msg=r"not valid UTF-8", needs=["model"]),
     # ---- hangs (issue examples) ---------------------------------------------------

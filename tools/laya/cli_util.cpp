@@ -102,6 +102,10 @@ Status check_utf8_arg(const char* option, const std::string& text) {
   return Status::Ok();
 }
 
+std::string dump_json(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
 int report_error(const char* cmd, const Status& st) {
   std::fprintf(stderr, "laya %s: error: %s\n", cmd, st.message().c_str());
   return st.code() == StatusCode::kInvalidArgument ? 2 : 1;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/status.h"
 
 namespace CLI {
@@ -81,6 +83,11 @@ std::optional<int> parse_args(CLI::App& app, int argc, char** argv, const char* 
 // level tokenizer would take any bytes and the model continue nonsense, while
 // sessions refuse them. kInvalidArgument naming the option and the byte.
 Status check_utf8_arg(const char* option, const std::string& text);
+
+// A result document as written to --json: indented, and with bytes that are
+// not UTF-8 (a model path or a file name from the command line) replaced by
+// U+FFFD rather than thrown as nlohmann's type_error.316 (an abort).
+std::string dump_json(const nlohmann::json& j);
 
 // Prints "laya <cmd>: <message>" to stderr and returns the exit code for it.
 int report_error(const char* cmd, const Status& st);

@@ -306,7 +306,7 @@ int cmd_bench_typing(int argc, char** argv) {
     }
     if (traces.empty()) {
       if (!json_path.empty()) {
-        if (Status st = write_file_atomic(json_path, arr.dump(2) + "\n", json_opt); !st.ok())
+        if (Status st = write_file_atomic(json_path, dump_json(arr), json_opt); !st.ok())
           return report_error("bench-typing", st);
       }
       return 0;
@@ -345,7 +345,7 @@ int cmd_bench_typing(int argc, char** argv) {
   if (!failed.ok()) out["incomplete"] = failed.message();
   const int rc = failed.ok() ? 0 : report_error("bench-typing", failed);
   if (!json_path.empty()) {
-    if (Status st = write_file_atomic(json_path, out.dump(2) + "\n", json_opt); !st.ok())
+    if (Status st = write_file_atomic(json_path, dump_json(out), json_opt); !st.ok())
       return report_error("bench-typing", st);
   }
   return rc;

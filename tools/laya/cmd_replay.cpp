@@ -422,7 +422,7 @@ int cmd_replay(int argc, char** argv) {
     out["fim_suffix_tokens"] = so.fim_suffix_tokens;
     out["traces"] = per;
     if (!failed.ok()) out["incomplete"] = failed.message();
-    if (Status st = write_file_atomic(json_path, out.dump(2) + "\n", json_opt); !st.ok())
+    if (Status st = write_file_atomic(json_path, dump_json(out), json_opt); !st.ok())
       return report_error("replay", st);
   }
   return rc;
