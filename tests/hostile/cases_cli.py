@@ -62,6 +62,19 @@ def json_written(tmp, proc):
     return None
 
 
+def model_with_quote(tmp):
+    os.symlink(os.path.abspath(DEFAULT_MODEL), tmp / 'q"\\.gguf')
+
+
+def stdout_is_json(tmp, proc):
+    import json
+    try:
+        json.loads(proc.stdout.decode("utf-8"))
+    except Exception as e:  # noqa: BLE001
+        return f"stdout is not one JSON object: {e}: {proc.stdout[:200]!r}"
+    return None
+
+
 def fifo_trace(tmp):
     os.mkfifo(tmp / "fifo.jsonl")
 
@@ -86,6 +99,9 @@ CASES = [
          ["bench-typing", "-t", "1", "--max-tokens", "2", "-m", "{tmp}/m\udcff.gguf", "{tmp}/t.jsonl", "--json", "{tmp}/o.json"],
          files={"t.jsonl": good_trace()}, setup=model_with_bad_name, expect_rc=0, check=json_written, needs=["model"],
          timeout=60),
+    Case("bench-json-model-path-with-quote", "silent",
+         ["bench", "-t", "1", "-m", '{tmp}/q"\\.gguf', "-p", "8", "-n", "2", "--warmup", "0", "--json", "--no-mlock"],
+         setup=model_with_quote, expect_rc=0, check=stdout_is_json, needs=["model"], timeout=60),
     Case("bench-typing-prompt-invalid-utf8", "crash", ["bench-typing", "-m", "{model}", "-t", "1", "-p", "ab\udcff"],
          expect_rc=2, expect_msg=r"not valid UTF-8", needs=["model"]),
     # ---- hangs (issue examples) ---------------------------------------------------

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <sys/resource.h>
 
 #include "cli_util.h"
@@ -150,11 +151,14 @@ int cmd_bench(int argc, char** argv) {
   const double decode_tok_s = mean_ms > 0 ? 1000.0 / mean_ms : 0;
   const double rss = peak_rss_mb();
   if (json) {
-    std::printf("{\"model\": \"%s\", \"threads\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"depth\": %d, \"reps\": %d, "
+    // The path as a JSON string: a quote, a backslash or bytes that are not UTF-8 in it made the line invalid JSON.
+    const std::string model_json =
+        nlohmann::json(flags.model_path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::printf("{\"model\": %s, \"threads\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"depth\": %d, \"reps\": %d, "
                 "\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"decode_ms_mean\": %.4f, \"decode_ms_p50\": %.4f, "
                 "\"decode_ms_p99\": %.4f, \"decode_ms_p999\": %.4f, \"decode_ms_max\": %.4f, \"decode_gb_s\": %.3f, "
                 "\"same_position\": %s, \"weight_bytes_per_token\": %.0f, \"peak_rss_mb\": %.1f}\n",
-                flags.model_path.c_str(), eng.options().n_threads, n_prompt, n_gen, depth, reps, best_prefill, decode_tok_s, mean_ms,
+                model_json.c_str(), eng.options().n_threads, n_prompt, n_gen, depth, reps, best_prefill, decode_tok_s, mean_ms,
                 p50, p99, p999, mx, gbs, same_position ? "true" : "false", bpt, rss);
   } else {
     std::printf("model          %s\nthreads        %d\n", flags.model_path.c_str(), eng.options().n_threads);
