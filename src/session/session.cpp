@@ -206,8 +206,11 @@ Status Session::accept(size_t n_chars) {
     return Status(StatusCode::kInvalidArgument,
                   "session accept: there is no suggestion to accept (suggest first; an edit or move drops it)");
   }
-  size_t n = 0;
-  utf8::count(current_.text, &n, nullptr);  // valid: made of complete characters
+  // Only the valid UTF-8 prefix can be taken: a model may emit byte tokens
+  // that never form a character (seen with random-weight models: a suggestion
+  // "ab\xff..." whose first two characters an accept takes).
+  size_t n = 0, bad = 0;
+  if (!utf8::count(current_.text, &n, &bad)) utf8::count(std::string_view(current_.text).substr(0, bad), &n, nullptr);
   if (n_chars > n) {
     return Status(StatusCode::kOutOfRange,
                   fmt::format("session accept of {} code points: the suggestion has {}", n_chars, n));

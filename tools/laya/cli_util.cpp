@@ -57,32 +57,6 @@ CLI::Validator real_in(double lo, double hi) {
       fmt::format("NUMBER in [{}, {}]", lo, hi));
 }
 
-Status write_npy_f32(const std::string& path, const float* data, const std::vector<int64_t>& shape) {
-  std::string dims;
-  int64_t n = 1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    dims += std::to_string(shape[i]);
-    if (shape.size() == 1 || i + 1 < shape.size()) dims += ",";
-    if (i + 1 < shape.size()) dims += " ";
-    n *= shape[i];
-  }
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
-  size_t total = 10 + header.size() + 1;
-  header.append((64 - total % 64) % 64, ' ');
-  header += '\n';
-  std::ofstream f(path, std::ios::binary);
-  if (!f) return Status(StatusCode::kIo, fmt::format("{}: cannot open for writing", path));
-  const char magic[] = "\x93NUMPY\x01\x00";
-  f.write(magic, 8);
-  const uint16_t hl = static_cast<uint16_t>(header.size());
-  f.put(static_cast<char>(hl & 0xff));
-  f.put(static_cast<char>(hl >> 8));
-  f.write(header.data(), static_cast<std::streamsize>(header.size()));
-  f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(n * 4));
-  if (!f) return Status(StatusCode::kIo, fmt::format("{}: write failed", path));
-  return Status::Ok();
-}
-
 std::optional<int> parse_args(CLI::App& app, int argc, char** argv, const char* cmd) {
   try {
     app.parse(argc, argv);

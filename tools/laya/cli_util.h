@@ -70,9 +70,6 @@ CLI::Validator real_in(double lo, double hi);
 // trained context of models/x.gguf (1024 tokens)".
 Status check_positions(const Model& model, const std::string& model_path, int64_t needed, const std::string& what);
 
-// Writes a float32 C-order .npy file of the given shape.
-Status write_npy_f32(const std::string& path, const float* data, const std::vector<int64_t>& shape);
-
 // Parses the command line. std::nullopt: go on; else the exit code to return
 // now: 0 after --help, 2 after a usage error, printed as one line like every
 // other error ("laya complete: error: --threads: '100000' is out of range
