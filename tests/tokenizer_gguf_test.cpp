@@ -79,6 +79,26 @@ TEST(TokenizerGguf, TinyByteLevelBpe) {
   EXPECT_TRUE(t.is_eog(259));
 }
 
+// An unknown tokenizer.ggml.pre must not fall back to a guessed split (ids
+// the model never saw); an absent key is llama.cpp's default.
+TEST(TokenizerGguf, UnknownPreTokenizerIsRefused) {
+  for (const char* pre : {"no-such-pre", "", "default"}) {
+    GgufWriter w;
+    w.kv_str("tokenizer.ggml.model", "gpt2").kv_str("tokenizer.ggml.pre", pre);
+    w.kv_arr_str("tokenizer.ggml.tokens", byte_tokens());
+    w.kv_arr_str("tokenizer.ggml.merges", {});
+    Loaded keep;
+    auto r = load(w, &keep);
+    if (std::string(pre) == "default") {
+      EXPECT_TRUE(r.ok()) << r.status().to_string();
+      continue;
+    }
+    ASSERT_FALSE(r.ok()) << pre;
+    EXPECT_NE(r.status().message().find("tokenizer.ggml.pre"), std::string::npos) << r.status().to_string();
+    EXPECT_NE(r.status().message().find("unknown pre-tokenizer"), std::string::npos) << r.status().to_string();
+  }
+}
+
 TEST(TokenizerGguf, TinySentencePieceWithByteFallback) {
   std::vector<std::string> toks = {"<unk>", "<s>", "</s>"};
   for (int b = 0; b < 256; ++b) {

@@ -395,10 +395,18 @@ Status pre_tokenizer_for_gguf(const std::string& pre, PreTokenizer* out) {
   } else if (pre == "gpt-2" || pre == "phi-2" || pre == "jina-es" || pre == "jina-de" || pre == "mpt" ||
              pre == "olmo" || pre == "jais" || pre == "trillion") {
     res = {"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"};
-  } else {
-    // llama.cpp's default for BPE vocabularies without a known pre-tokenizer.
+  } else if (pre == "default") {
+    // llama.cpp's default for BPE vocabularies without tokenizer.ggml.pre.
     res = {"[\\p{P}\\$\\+<=>\\^~\\|]+", "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)",
            "\\p{N}+", "[0-9][0-9][0-9]"};
+  } else {
+    // A name laya does not know: guessing its splitting rules would give ids
+    // the model was not trained on (silent nonsense), so refuse, as llama.cpp does.
+    return Status(StatusCode::kUnsupported,
+                  fmt::format("tokenizer.ggml.pre = '{}': an unknown pre-tokenizer (known: llama3, llama-bpe, qwen2, "
+                              "deepseek-llm, deepseek-coder, falcon, starcoder, gpt-2 and their aliases); its "
+                              "splitting rules would be guessed and the token ids would not be the model's",
+                              shown(pre)));
   }
   for (const auto& r : res) {
     LAYA_ASSIGN_OR_RETURN(auto re, Regex::compile(r, false));
