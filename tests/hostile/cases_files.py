@@ -32,18 +32,14 @@ def tiny_trace(text="hi"):
 
 
 def copy_fixture_trace(name="t.jsonl"):
-    # setup() is not given the runner's --fixtures: this is its default (or $LAYA_FIXTURES).
-    def setup(tmp):
-        fixtures = os.environ.get("LAYA_FIXTURES") or os.path.join(
-            os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "fixtures")
-        shutil.copyfile(os.path.join(fixtures, "traces", "zh_meeting_memo.jsonl"), tmp / name)
+    def setup(tmp, ctx):  # the runner's --fixtures
+        shutil.copyfile(ctx.fixtures / "traces" / "zh_meeting_memo.jsonl", tmp / name)
     return setup
 
 
 def copy_model(name="m.gguf"):
-    def setup(tmp):
-        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models", "laya-default-q8_0.gguf")
-        shutil.copyfile(src, tmp / name)
+    def setup(tmp, ctx):  # the runner's --model
+        shutil.copyfile(ctx.model, tmp / name)
     return setup
 
 

@@ -24,6 +24,7 @@ import argparse
 import dataclasses
 import hashlib
 import importlib.util
+import inspect
 import os
 import re
 import resource
@@ -51,7 +52,7 @@ class Case:
     needs: list = dataclasses.field(default_factory=list)    # 'fixtures', 'model'
     timeout: float = 30.0
     stdin: Optional[bytes] = None
-    setup: Optional[Callable[[Path], None]] = None  # e.g. make a FIFO, a directory
+    setup: Optional[Callable] = None  # setup(tmp) or setup(tmp, ctx): make a FIFO, a folder, copy the model
     fsize_limit: Optional[int] = None  # RLIMIT_FSIZE in bytes for the child (failed writes)
     check: Optional[Callable[[Path, "subprocess.CompletedProcess"], Optional[str]]] = None
     # check(tmp, proc) -> None when fine, else what is wrong (extra assertions)
@@ -93,8 +94,11 @@ def run_case(c: Case, ctx: Ctx) -> tuple[str, str, Optional[int], str]:
             p = tmp / rel
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_bytes(content if isinstance(content, bytes) else expand(content, tmp, ctx).encode())
-        if c.setup:
-            c.setup(tmp)
+        if c.setup:  # setup(tmp) or setup(tmp, ctx): ctx.model, ctx.fixtures, ctx.laya
+            if len(inspect.signature(c.setup).parameters) >= 2:
+                c.setup(tmp, ctx)
+            else:
+                c.setup(tmp)
         victims = [Path(expand(v, tmp, ctx)) for v in c.victims]
         before = {v: digest(v) for v in victims}
         argv = [str(ctx.laya)] + [expand(a, tmp, ctx) for a in c.args]
@@ -111,7 +115,7 @@ def run_case(c: Case, ctx: Ctx) -> tuple[str, str, Optional[int], str]:
         except subprocess.TimeoutExpired as e:
             return "FAIL", f"hang: no exit within {c.timeout:g} s", None, first_line(e.stderr or b"")
         secs = time.monotonic() - start
-        err = first_line(proc.stderr)
+        err = first_line(proc.stderr).replace(str(tmp), "{tmp}")
         rc = proc.returncode
         if rc < 0:
             return "FAIL", f"killed by signal {-rc} ({signal.Signals(-rc).name})", rc, err
