@@ -194,7 +194,7 @@ Status Model::bind_tensor(const TensorSpec& spec, int64_t layer, Tensor* out) co
     if (!spec.expected(flags_)) return Status::Ok();
     return Status(StatusCode::kNotFound, fmt::format("{}: tensor '{}' is missing (architecture {})", path_, name, hp_.arch));
   }
-  int64_t want[2];
+  int64_t want[4] = {1, 1, 1, 1};  // [4]: gcc's -Warray-bounds cannot see that d < n_dims <= 2
   for (int d = 0; d < spec.n_dims; ++d) want[d] = dim_value(spec.shape[d], hp_);
   bool ok = t->n_dims >= spec.n_dims;
   for (int d = 0; d < 4; ++d) {
