@@ -20,7 +20,7 @@ namespace laya::modelgen {
 
 void synthetic_vocab(const ModelPreset& p, VocabMeta* v) {
   v->model = "gpt2";
-  v->pre = "gpt2";
+  v->pre = "default";  // llama.cpp's name for its default split (an unknown name is refused at load)
   v->source = "synthetic";
   v->tokens.clear();
   for (int b = 0; b < 256; ++b) v->tokens.push_back(tok::byte_to_unicode(static_cast<uint8_t>(b)));
@@ -222,7 +222,7 @@ Status hf_vocab(const ModelPreset& p, const std::string& path, VocabMeta* v) {
     if (e.first == "<|begin_of_text|>") llama3 = true;
     if (e.first == "<|im_start|>") qwen = true;
   }
-  v->pre = llama3 ? "llama-bpe" : qwen ? "qwen2" : "gpt2";
+  v->pre = llama3 ? "llama-bpe" : qwen ? "qwen2" : "default";
   v->add_bos = cfg.add_bos.value_or(llama3);  // Llama 3's post-processor adds <|begin_of_text|>
   v->source = path;
   return Status::Ok();
