@@ -560,8 +560,8 @@ TEST(SessionAlloc, ZeroAllocationsPerEventAfterWarmup) {
 TEST(SessionAlloc, SyntheticTypingWithWindowMoves) {
   REQUIRE_ENV();
   const auto ev = synthetic_typing();
+  // (The default options are the trace test's; CI time is 30 min on 2 cores.)
   const SessionOptions variants[] = {
-      {},  // healing, FIM in PSM order, the engine's context
       {.heal = true, .fim = FimOrder::kSpm, .fim_suffix_tokens = 8, .context_tokens = 64},
       {.heal = false, .fim = FimOrder::kOff, .context_tokens = 48},
   };
