@@ -106,7 +106,7 @@ struct Stats {
   }
 };
 
-json stats_json(const Stats& s, bool verify) {
+json stats_json(const Stats& s, bool verify, bool samples) {
   json j;
   j["events"] = s.events;
   j["mismatches"] = verify ? json(s.mismatches) : json(nullptr);  // null: not verified
@@ -126,6 +126,11 @@ json stats_json(const Stats& s, bool verify) {
   j["fim_events"] = s.fim_events;        // suggestions whose prompt held a suffix
   j["healed_events"] = s.healed_events;  // suggestions with token healing
   j["superseded"] = s.superseded;  // at the recorded pace: suggestions cancelled or dropped by the next event
+  // Every completed suggestion's numbers in event order, so that runs made
+  // apart (one process per trace, in parallel) can be merged exactly and a
+  // report can draw the distribution, not only its percentiles.
+  if (samples) j["samples"] = {{"suggest_ms", s.suggest_ms}, {"first_token_ms", s.first_token_ms},
+                               {"tokens_computed", s.computed}};
   return j;
 }
 
@@ -337,13 +342,14 @@ int cmd_replay(int argc, char** argv) {
   CLI::App app{"Replay typing traces on a session: suggestion latency, reuse, free keystrokes", "laya replay"};
   std::vector<std::string> paths;
   std::string json_path;
-  bool fast = false, verify = false;
+  bool fast = false, verify = false, samples = false;
   int max_tokens = 8;
   int64_t max_ctx = 2048;
   app.add_option("traces", paths, "trace files (.jsonl)")->required();
   app.add_flag("--fast", fast, "play events back to back instead of at the recorded pace");
   app.add_flag("--verify", verify, "compare every suggestion with a fresh session's (from scratch)");
   app.add_option("--json", json_path, "write the results as JSON to this file");
+  app.add_flag("--samples", samples, "with --json: also every event's suggest_ms, first_token_ms and tokens computed");
   app.add_option("--max-tokens", max_tokens, "tokens per suggestion")->transform(int_in(1, 64));
   app.add_option("--max-ctx", max_ctx, "context cap in tokens (and the model's own)")->transform(int_in(64, 1 << 20));
   SessionOptions so;
@@ -407,13 +413,13 @@ int cmd_replay(int argc, char** argv) {
     if (!failed.ok()) break;
     print_stats(t.name, s, verify);
     std::fflush(stdout);
-    per[t.name] = stats_json(s, verify);
+    per[t.name] = stats_json(s, verify, samples);
     all.add(s);
   }
   if (traces.size() > 1) print_stats("overall", all, verify);
   const int rc = !failed.ok() ? report_error("replay", failed) : verify && all.mismatches > 0 ? 1 : 0;
   if (!json_path.empty()) {
-    json out = stats_json(all, verify);
+    json out = stats_json(all, verify, samples);
     out["model"] = flags.model_path;
     out["max_tokens"] = max_tokens;
     out["paced"] = !fast;
