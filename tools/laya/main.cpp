@@ -21,6 +21,7 @@ int cmd_replay(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_detokenize(int argc, char** argv);
 int cmd_mkmodel(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
 const Command kCommands[] = {
     {"info", "show a model's architecture, size, types and memory needs", cmd_info},
     {"logits", "write the logits of a token sequence to .npy", cmd_logits},
@@ -30,6 +31,7 @@ const Command kCommands[] = {
     {"replay", "play typing traces on a session: suggestion latency, reuse, free keystrokes", cmd_replay},
     {"tokenize", "text → token ids (JSON); --batch for JSON lines on stdin", cmd_tokenize},
     {"detokenize", "token ids → text", cmd_detokenize},
+    {"serve", "HTTP server: /infill for llama.vim / llama.vscode, OpenAI /v1/completions, /metrics", cmd_serve},
     {"mkmodel", "write a random-weight GGUF with the shapes of a real model", cmd_mkmodel},
     {"version", "print the version", cmd_version},
 };
