@@ -51,6 +51,10 @@ HttpServer::HttpServer(ServerSessions& sessions, const HttpOptions& opt)
   svr_->set_read_timeout(opt_.read_timeout_s, 0);
   svr_->set_write_timeout(opt_.write_timeout_s, 0);
   svr_->set_keep_alive_timeout(5);
+  // Without TCP_NODELAY a response written in two parts (headers, body) waits
+  // for the client's delayed ACK: 40 ms per request on Linux loopback
+  // (measured: /infill p50 44 ms client side vs 2.3 ms in the server).
+  svr_->set_tcp_nodelay(true);
   routes();
 }
 
