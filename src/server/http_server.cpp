@@ -159,13 +159,7 @@ void HttpServer::routes() {
   svr_->Post("/completions", [this](const httplib::Request& q, httplib::Response& r) { completions(q, r); });
   svr_->Post("/tokenize", [this](const httplib::Request& q, httplib::Response& r) { tokenize(q, r); });
   svr_->Post("/detokenize", [this](const httplib::Request& q, httplib::Response& r) { detokenize(q, r); });
-  svr_->Post("/v1/chat/completions", [this](const httplib::Request&, httplib::Response& res) {
-    error(res, 400,
-          fmt::format("model {} has no chat template laya knows (ChatML or Llama 3): /v1/chat/completions is not "
-                      "served for it; use /v1/completions or /infill",
-                      opt_.model_id),
-          "/v1/chat/completions");
-  });
+  svr_->Post("/v1/chat/completions", [this](const httplib::Request& q, httplib::Response& r) { chat(q, r); });
 }
 
 void HttpServer::tokenize(const httplib::Request& req, httplib::Response& res) {

@@ -4,6 +4,7 @@
 //                               llama.vscode work unchanged (see requests.h for the fields)
 //   POST /v1/completions        OpenAI completions (prompt + suffix = FIM), streamed as
 //                               server-sent events with "stream": true
+//   POST /v1/chat/completions   OpenAI chat, for ChatML and Llama 3 templates (chat.h)
 //   GET  /v1/models             the served model
 //   POST /tokenize, /detokenize llama.cpp's
 //   GET  /health                {"status": "ok"} (no API key needed: load balancers probe it)
@@ -44,6 +45,7 @@ struct HttpOptions {
   int64_t default_predict = 32;  // tokens when a request gives no (or a negative) n_predict
   RequestLimits limits;
   std::string model_id;  // /v1/models' id and the "model" of responses
+  std::string chat_template;  // the GGUF's tokenizer.chat_template (chat.h says which laya serves)
 };
 
 class HttpServer {
@@ -67,6 +69,7 @@ class HttpServer {
   bool authorized(const httplib::Request& req) const;
   void infill(const httplib::Request& req, httplib::Response& res);
   void completions(const httplib::Request& req, httplib::Response& res);
+  void chat(const httplib::Request& req, httplib::Response& res);
   void tokenize(const httplib::Request& req, httplib::Response& res);
   void detokenize(const httplib::Request& req, httplib::Response& res);
   void error(httplib::Response& res, int code, const std::string& msg, const char* endpoint) ;

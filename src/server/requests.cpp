@@ -228,6 +228,68 @@ Result<CompletionRequest> parse_completion(std::string_view body, const RequestL
   return r;
 }
 
+Result<ChatRequest> parse_chat(std::string_view body, const RequestLimits& lim) {
+  auto jr = parse_object(body);
+  if (!jr.ok()) return jr.status();
+  const json& o = *jr;
+  ChatRequest r;
+  r.sampling.temperature = 1.0f;  // OpenAI's documented default
+  if (!o.contains("messages")) return bad("request: missing field \"messages\"");
+  const json& ms = o["messages"];
+  if (!ms.is_array() || ms.empty())
+    return bad(fmt::format("request: field \"messages\" is {}, expected a non-empty array of {{\"role\", \"content\"}}",
+                           ms.is_array() ? "an empty array" : json_type_name(ms)));
+  if (ms.size() > 1024) return bad(fmt::format("request: {} messages, more than the limit of 1024", ms.size()));
+  size_t total = 0;
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const std::string where = fmt::format("request: messages[{}]", i);
+    if (!ms[i].is_object()) return bad(fmt::format("{}: expected an object, got {}", where, json_type_name(ms[i])));
+    ChatMessage m;
+    auto role = json_string(ms[i], "role", where);
+    if (!role.ok()) return as_invalid(role.status());
+    m.role = std::move(role).value();
+    const json* c = ms[i].contains("content") ? &ms[i]["content"] : nullptr;
+    if (!c || c->is_null()) {
+      // an assistant turn with tool calls only: no text
+    } else if (c->is_string()) {
+      m.content = c->get<std::string>();
+    } else if (c->is_array()) {
+      for (size_t k = 0; k < c->size(); ++k) {
+        const json& part = (*c)[k];
+        const std::string pw = fmt::format("{}.content[{}]", where, k);
+        auto type = json_string(part, "type", pw);
+        if (!type.ok()) return as_invalid(type.status());
+        if (*type != "text") return bad(fmt::format("{}: part type \"{}\" is not supported (text only)", pw, *type));
+        auto text = json_string(part, "text", pw);
+        if (!text.ok()) return as_invalid(text.status());
+        m.content += *text;
+      }
+    } else {
+      return bad(fmt::format("{}: field \"content\" is {}, expected a string or an array of text parts", where,
+                             json_type_name(*c)));
+    }
+    total += m.content.size();
+    r.messages.push_back(std::move(m));
+  }
+  LAYA_TRY(check_total(total, lim));
+  std::optional<int64_t> n;
+  LAYA_TRY(opt_int(o, "max_tokens", 1, lim.max_predict, &n));
+  if (n) r.max_tokens = *n;
+  n.reset();
+  LAYA_TRY(opt_int(o, "max_completion_tokens", 1, lim.max_predict, &n));
+  if (n) r.max_tokens = *n;
+  LAYA_TRY(opt_int(o, "n", 1, 1, &n));
+  LAYA_TRY(sampling_fields(o, &r.sampling));
+  LAYA_TRY(string_list(o, "stop", 4, lim.max_stop_bytes, &r.stop));
+  LAYA_TRY(opt_bool(o, "stream", &r.stream));
+  std::string tmp;
+  if (o.contains("model") && !o["model"].is_null()) {
+    LAYA_TRY(opt_text(o, "model", 4096, &tmp));
+    r.model = tmp;
+  }
+  return r;
+}
+
 Result<TokenizeRequest> parse_tokenize(std::string_view body, const RequestLimits& lim) {
   auto jr = parse_object(body);
   if (!jr.ok()) return jr.status();

@@ -78,6 +78,21 @@ struct CompletionRequest {
   std::optional<std::string> session;
 };
 
+// POST /v1/chat/completions (OpenAI). A content may be a string or an array
+// of {"type": "text", "text": ...} parts (joined).
+struct ChatMessage {
+  std::string role;  // system, user, assistant (chat.h checks)
+  std::string content;
+};
+struct ChatRequest {
+  std::vector<ChatMessage> messages;
+  int64_t max_tokens = 256;  // max_tokens or max_completion_tokens
+  SamplerParams sampling;    // OpenAI's defaults: temperature 1, top_p 1
+  std::vector<std::string> stop;
+  bool stream = false;
+  std::optional<std::string> model;
+};
+
 // POST /tokenize and /detokenize (llama.cpp's fields).
 struct TokenizeRequest {
   std::string content;
@@ -91,6 +106,7 @@ struct DetokenizeRequest {
 
 Result<InfillRequest> parse_infill(std::string_view body, const RequestLimits& lim);
 Result<CompletionRequest> parse_completion(std::string_view body, const RequestLimits& lim);
+Result<ChatRequest> parse_chat(std::string_view body, const RequestLimits& lim);
 Result<TokenizeRequest> parse_tokenize(std::string_view body, const RequestLimits& lim);
 // Ids are checked against n_vocab here (a token id past the vocabulary is the
 // client's error, not the tokenizer's).

@@ -14,6 +14,7 @@
 #include "cli_parse.h"
 #include "cli_util.h"
 #include "commands.h"
+#include "format/gguf.h"
 #include "server/http_server.h"
 #include "server/server_sessions.h"
 
@@ -87,6 +88,8 @@ int cmd_serve(int argc, char** argv) {
   so.session.fim = fim == "spm" ? FimOrder::kSpm : fim == "off" ? FimOrder::kOff : FimOrder::kPsm;
   server::ServerSessions sessions(**e, *tk, so);
   ho.model_id = base_name(flags.model_path);
+  if (model->gguf_file())
+    if (auto ct = model->gguf_file()->get_string("tokenizer.chat_template"); ct.ok()) ho.chat_template = *ct;
   server::HttpServer srv(sessions, ho);
   if (Status st = srv.bind(); !st.ok()) return report_error("serve", st);
   g_server.store(&srv);
