@@ -52,6 +52,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <xxhash.h>
@@ -317,6 +318,7 @@ struct Args {
   int64_t max_ctx = 4096;
   std::vector<std::string> traces;
   std::string save_dir, load_dir, check_path, json_path;
+  bool hold = false;
 };
 
 // Bytes of KV all documents need at most (a full window each, one block more),
@@ -331,8 +333,8 @@ size_t default_budget(const Model& m, DType kv, const Args& a) {
 }
 
 void print_summary(const Run& run, const Results& r, const Args& a, double kv_mb, double shared_mb) {
-  fmt::print("documents {} ({} tokens each asked), KV budget {:.0f} MB, {} blocks of {:.2f} MB\n", run.docs.size(),
-             a.spec.tokens, static_cast<double>(run.eng.kv_pool().bytes()) / 1e6, run.eng.kv_pool().n_blocks(),
+  fmt::print("documents {} ({}), KV budget {:.0f} MB, {} blocks of {:.2f} MB\n", run.docs.size(),
+             a.load_dir.empty() ? fmt::format("{} tokens each asked", a.spec.tokens) : "loaded", static_cast<double>(run.eng.kv_pool().bytes()) / 1e6, run.eng.kv_pool().n_blocks(),
              static_cast<double>(run.eng.kv_pool().layout().block_bytes()) / 1e6);
   fmt::print("KV in use {:.1f} MB, saved by shared blocks {:.1f} MB, releases (LRU) {}\n", kv_mb, shared_mb, run.released);
   if (!r.switch_ms.empty()) {
@@ -439,6 +441,7 @@ int cmd_bench_sessions(int argc, char** argv) {
   app.add_option("--load", a.load_dir, "start from the sessions saved in DIR instead of building documents");
   app.add_option("--check", a.check_path, "write per-document hashes of the next suggestion and its logits");
   app.add_option("--json", a.json_path, "write the results as JSON to this file");
+  app.add_flag("--hold", a.hold, "when done, print 'holding' and wait to be killed (the restart check's kill -9)");
   EngineFlags flags;
   flags.add_to(app, true);
   if (auto rc = parse_args(app, argc, argv, "bench-sessions")) return *rc;
@@ -457,6 +460,16 @@ int cmd_bench_sessions(int argc, char** argv) {
   if (!tr.ok()) return report_error("bench-sessions", tr.status());
   std::unique_ptr<tok::Tokenizer> tk = std::move(tr).value();
   EngineFlags rc_flags = flags;  // the recompute engine: the default budget (one context)
+  if (flags.kv_budget_mb <= 0 && !a.load_dir.empty()) {
+    // What the saved blocks take, a quarter more, and two contexts of room.
+    std::error_code ec;
+    const auto bytes = fs::file_size(fs::path(a.load_dir) / kSessionFileName, ec);
+    const HParams& hp = model->hparams();
+    const DType kvt = flags.kv == "f16" ? DType::F16 : flags.kv == "q8_0" ? DType::Q8_0 : DType::F32;
+    const double ctx = static_cast<double>(KvLayout{hp.n_layer, hp.n_head_kv, hp.head_dim, kvt, 64}.block_bytes()) *
+                       static_cast<double>(std::min<int64_t>(hp.n_ctx_train > 0 ? hp.n_ctx_train : 2048, a.max_ctx)) / 64;
+    flags.kv_budget_mb = (ec ? 0.0 : static_cast<double>(bytes) * 1.25 + 2 * ctx) / 1e6;
+  }
   if (flags.kv_budget_mb <= 0) {
     const DType kvt = flags.kv == "f16" ? DType::F16 : flags.kv == "q8_0" ? DType::Q8_0 : DType::F32;
     flags.kv_budget_mb = static_cast<double>(default_budget(*model, kvt, a)) / 1e6;
@@ -492,6 +505,11 @@ int cmd_bench_sessions(int argc, char** argv) {
         !s2.ok())
       return report_error("bench-sessions", s2);
   std::fflush(stdout);
+  if (a.hold) {
+    std::printf("holding\n");
+    std::fflush(stdout);
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
   return r.mismatches > 0 ? 1 : 0;
 }
 
