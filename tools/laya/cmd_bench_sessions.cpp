@@ -6,8 +6,8 @@
 // Documents: --docs texts of about --tokens tokens each, cut at line starts
 // from the public typing traces' final texts (the fixtures' traces/*.jsonl,
 // or --traces FILES; generated code-like text when there are none), each from
-// another offset, so no two are alike; the first half of them start with
-// one common head of --shared-head tokens (a licence header, a system
+// another offset, so no two are alike; the first half of them (two at
+// least) start with one common head of --shared-head tokens (a licence header, a system
 // prompt), so sharing is visible. The cursor is at the end of each document:
 // the prompt is the window before it (all of it when it fits the model's
 // context; else the window holds the last part, e.g. ~500-980 tokens of a
@@ -164,7 +164,7 @@ std::vector<std::string> build_docs(const std::string& corpus, const tok::Tokeni
   std::mt19937_64 rng(spec.seed);
   std::vector<std::string> docs;
   for (int i = 0; i < spec.docs; ++i) {
-    const bool shared = !head.empty() && i < spec.docs / 2;
+    const bool shared = !head.empty() && i < std::max(spec.docs / 2, std::min(spec.docs, 2));  // two at least
     const size_t from = (static_cast<size_t>(i) * 7919 * 1031 + rng() % 997) % corpus.size();
     const int64_t body = shared ? std::max<int64_t>(spec.tokens - spec.head_tokens, 16) : spec.tokens;
     docs.push_back((shared ? head : "") + cut(corpus, from, bytes(body)));
@@ -182,20 +182,29 @@ struct Run {
   uint64_t clock = 0;
   int64_t released = 0;
 
-  // Before doc d computes: release least recently used documents until a full
-  // context (plus one block for copy on write) is free.
+  int64_t max_held = 0;  // the most blocks one document has held: what the next may need
+
+  // Releases the least recently used document holding KV (not d); false when none is left.
+  Result<bool> release_lru(size_t d) {
+    size_t lru = docs.size();
+    for (size_t i = 0; i < docs.size(); ++i)
+      if (i != d && active[i] && (lru == docs.size() || last_use[i] < last_use[lru])) lru = i;
+    if (lru == docs.size()) return false;
+    LAYA_TRY(docs[lru]->release_kv());
+    active[lru] = false;
+    ++released;
+    return true;
+  }
+  // Before doc d computes: release least recently used documents until as
+  // many blocks as the largest document held (plus two for copy on write),
+  // at most a full context, are free.
   Status make_room(size_t d) {
     const KvBlockPool& pool = eng.kv_pool();
     const int64_t bp = pool.layout().block_pos;
-    const int64_t need = (eng.options().n_ctx + bp - 1) / bp + 1;
+    const int64_t need = std::min((eng.options().n_ctx + bp - 1) / bp + 1, max_held + 2);
     while (pool.n_blocks() - pool.n_in_use() < need) {
-      size_t lru = docs.size();
-      for (size_t i = 0; i < docs.size(); ++i)
-        if (i != d && active[i] && (lru == docs.size() || last_use[i] < last_use[lru])) lru = i;
-      if (lru == docs.size()) break;  // nothing left to release: the pool is what it is
-      LAYA_TRY(docs[lru]->release_kv());
-      active[lru] = false;
-      ++released;
+      LAYA_ASSIGN_OR_RETURN(bool freed, release_lru(d));
+      if (!freed) break;  // nothing left to release: the pool is what it is
     }
     return Status::Ok();
   }
@@ -203,7 +212,15 @@ struct Run {
     LAYA_TRY(make_room(d));
     last_use[d] = ++clock;
     active[d] = true;
-    return docs[d]->suggest(opt);
+    auto r = docs[d]->suggest(opt);
+    // A document larger than any before: release more and try again.
+    while (!r.ok() && r.status().code() == StatusCode::kOutOfMemory) {
+      LAYA_ASSIGN_OR_RETURN(bool freed, release_lru(d));
+      if (!freed) break;
+      r = docs[d]->suggest(opt);
+    }
+    max_held = std::max(max_held, docs[d]->kv_blocks().n_blocks());
+    return r;
   }
 };
 
