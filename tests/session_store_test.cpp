@@ -90,7 +90,9 @@ void write_all(const std::string& p, const std::string& b) {
 std::unique_ptr<Session> typed_session(Engine& eng, const tok::Tokenizer& tok, const std::string& text, bool middle) {
   auto s = std::make_unique<Session>(eng, tok);
   EXPECT_TRUE(s->set_text(text).ok());
-  if (middle) EXPECT_TRUE(s->move(s->size_cp() * 2 / 3).ok());
+  if (middle) {
+    EXPECT_TRUE(s->move(s->size_cp() * 2 / 3).ok());
+  }
   auto r = s->suggest();
   EXPECT_TRUE(r.ok()) << r.status().to_string();
   return s;
@@ -231,6 +233,7 @@ TEST(SessionStore, DamagedFilesAreRefusedWithTheirReason) {
   expect_refused(flip(260), StatusCode::kCorrupt, {"payload checksum"});                  // a session record
   expect_refused(flip(bytes.size() - 7), StatusCode::kCorrupt, {"payload checksum"});     // KV bytes
   expect_refused(with_header(bytes, [](char* h) { h[8] = 2; }), StatusCode::kUnsupported, {"version 2", "reads version 1"});
+  expect_refused(flip(8), StatusCode::kUnsupported, {"version 17", "or the header is damaged"});
   // A hostile count with a valid header checksum: refused before any allocation.
   expect_refused(with_header(bytes, [](char* h) { const uint64_t n = uint64_t{1} << 60; std::memcpy(h + 80, &n, 8); }),
                  StatusCode::kCorrupt, {"sessions cannot fit"});
@@ -275,6 +278,29 @@ TEST(SessionStore, AnotherModelOrKvTypeIsRefusedOrRestoredFromText) {
   EXPECT_FALSE(r2->warm);
   EXPECT_EQ(r2->sessions[0]->text(), a->text());
   r2->sessions.clear();
+}
+
+TEST(SessionStore, AFullPoolRestoresTheTextAndSaysWhy) {
+  REQUIRE_ENV();
+  auto a = typed_session(*E->eng, *E->tok, doc(6), false);
+  ASSERT_GT(a->kv_blocks().n_blocks(), 2);
+  const std::string path = tmp_path("big.laya");
+  ASSERT_TRUE(save_session(*a, path).ok());
+  EngineOptions eo;
+  eo.n_threads = 1;
+  eo.n_ctx = 1024;
+  eo.kv_budget_bytes = 2 * E->eng->kv_pool().layout().block_bytes();
+  auto small = Engine::create(E->model, eo);
+  ASSERT_TRUE(small.ok()) << small.status().to_string();
+  auto r = load_sessions(*small.value(), *E->tok, path);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_FALSE(r->warm);
+  EXPECT_NE(r->note.find("restored from its text"), std::string::npos) << r->note;
+  EXPECT_NE(r->note.find("pool full"), std::string::npos) << r->note;
+  EXPECT_EQ(r->sessions[0]->text(), a->text());
+  EXPECT_TRUE(r->sessions[0]->cached_tokens().empty());
+  EXPECT_EQ(small.value()->kv_pool().n_in_use(), 0) << "the blocks taken before the failure are given back";
+  r->sessions.clear();
 }
 
 TEST(SessionStore, FailedSaveLeavesTheOldFile) {

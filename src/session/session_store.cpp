@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
@@ -255,13 +256,16 @@ Result<FileHeader> check_file(const MappedFile& mf, const std::string& path) {
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) {
     return corrupt(path, "not a laya session file (magic bytes differ from \"LAYASESS\")");
   }
-  if (h.header_xxh3 != XXH3_64bits(&h, offsetof(FileHeader, header_xxh3))) {
-    return corrupt(path, "header checksum mismatch: a byte of the header was changed or damaged");
-  }
+  // The version first (its offset is fixed in every version; a newer header
+  // may be laid out otherwise, checksum included), the checksum telling a
+  // newer file from a damaged one.
+  const bool header_ok = h.header_xxh3 == XXH3_64bits(&h, offsetof(FileHeader, header_xxh3));
   if (h.version != kSessionFileVersion) {
-    return Status(StatusCode::kUnsupported, fmt::format("{}: session file format version {}, this build reads version {}",
-                                                        path, h.version, kSessionFileVersion));
+    return Status(StatusCode::kUnsupported,
+                  fmt::format("{}: session file format version {}, this build reads version {}{}", path, h.version,
+                              kSessionFileVersion, header_ok ? "" : " (or the header is damaged: its checksum differs too)"));
   }
+  if (!header_ok) return corrupt(path, "header checksum mismatch: a byte of the header was changed or damaged");
   if (h.header_bytes != sizeof h) {
     return corrupt(path, fmt::format("header_bytes = {}, expected {}", h.header_bytes, sizeof h));
   }

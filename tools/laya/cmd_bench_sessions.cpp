@@ -284,6 +284,16 @@ Status run_switches(Run& run, Engine* rc, int switches, int keys, int n_recomput
   return Status::Ok();
 }
 
+// --check replaces only an earlier check file.
+OutputOptions check_output_options(const std::vector<std::string>& inputs) {
+  OutputOptions o;
+  o.option = "--check";
+  o.inputs = inputs;
+  o.kind = "a bench-sessions check file";
+  o.replaceable = [](const std::string& p) { return file_starts_with(p, "doc 0 tokens "); };
+  return o;
+}
+
 // Per document: the next suggestion after typing "q" and its prompt's logits, hashed.
 Status write_check(Run& run, const std::string& path, const std::vector<std::string>& inputs) {
   std::string out;
@@ -296,7 +306,7 @@ Status write_check(Run& run, const std::string& path, const std::vector<std::str
     out += fmt::format("doc {} tokens {:016x} logits {:016x} text {}\n", d,
                        XXH3_64bits(sg.tokens.data(), sg.tokens.size() * sizeof(int32_t)), hl, json(sg.text).dump());
   }
-  return write_file_atomic(path, out, lines_output("--check", inputs));
+  return write_file_atomic(path, out, check_output_options(inputs));
 }
 
 // KV in use, and what sharing saves, in MB.
@@ -468,7 +478,7 @@ int cmd_bench_sessions(int argc, char** argv) {
   if (!a.json_path.empty())
     if (Status st = check_output(a.json_path, json_opt); !st.ok()) return report_error("bench-sessions", st);
   if (!a.check_path.empty())
-    if (Status st = check_output(a.check_path, lines_output("--check", inputs)); !st.ok())
+    if (Status st = check_output(a.check_path, check_output_options(inputs)); !st.ok())
       return report_error("bench-sessions", st);
   auto m = flags.load_model();
   if (!m.ok()) return report_error("bench-sessions", m.status());
