@@ -376,6 +376,11 @@ Result<ParsedSession> parse_record(Reader& rd, const FileHeader& h, const std::s
       return corrupt(where, fmt::format("token {} at index {} outside the vocabulary of {}", st.tokens[i], i, h.n_vocab));
     }
   }
+  for (size_t i = 0; i < st.chain.size(); ++i) {
+    if (st.chain[i] < 0 || static_cast<uint64_t>(st.chain[i]) >= h.n_vocab) {
+      return corrupt(where, fmt::format("chain token {} at index {} outside the vocabulary of {}", st.chain[i], i, h.n_vocab));
+    }
+  }
   for (uint32_t b : p.blocks) {
     if (b >= h.n_blocks) return corrupt(where, fmt::format("block index {}, the file holds {} blocks", b, h.n_blocks));
   }
