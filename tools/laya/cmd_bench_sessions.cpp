@@ -33,6 +33,8 @@
 // their full blocks stay cached, evictable, and come back at their next
 // switch if still there. resident_docs = documents switched to whose every
 // switch computed no prompt token (all their blocks were resident).
+// Without --kv-budget the pool holds every document's window (default_budget;
+// capped at half of MemAvailable and 8 GB), so all stay resident.
 // kv_mb = KV blocks in use at the end; shared_mb = memory the shared blocks
 // save (blocks held by the sessions, counted per session, minus distinct).
 //
@@ -348,14 +350,25 @@ struct Args {
   bool hold = false;
 };
 
-// Bytes of KV all documents need at most (a full window each, one block more),
-// capped by memory_cap(); 0 leaves the engine's default.
-size_t default_budget(const Model& m, DType kv, const Args& a) {
+// The KV budget when none is given: with --load, what the saved blocks take,
+// a quarter more, and two contexts of room; else a full window for every
+// document and one more block each. Capped by memory_cap(). (The shared
+// --kv-budget default of the other commands stays one context: their pool is
+// allocated and locked up front, so a large default would cost them memory.)
+size_t default_budget(const Model& m, const std::string& kv_name, const Args& a) {
   const HParams& hp = m.hparams();
+  const DType kv = kv_name == "f16" ? DType::F16 : kv_name == "q8_0" ? DType::Q8_0 : DType::F32;
   const int64_t n_ctx = std::min<int64_t>(hp.n_ctx_train > 0 ? hp.n_ctx_train : 2048, a.max_ctx);
-  const KvLayout layout{hp.n_layer, hp.n_head_kv, hp.head_dim, kv, 64};
-  const int64_t per_doc = (std::min<int64_t>(n_ctx, a.spec.tokens * 3 / 2 + 64) + 63) / 64 + 1;
-  const size_t want = static_cast<size_t>(per_doc) * static_cast<size_t>(std::max(a.spec.docs, 1) + 1) * layout.block_bytes();
+  const size_t bb = KvLayout{hp.n_layer, hp.n_head_kv, hp.head_dim, kv, 64}.block_bytes();
+  size_t want = 0;
+  if (!a.load_dir.empty()) {
+    std::error_code ec;
+    const auto bytes = fs::file_size(fs::path(a.load_dir) / kSessionFileName, ec);
+    want = (ec ? 0 : bytes + bytes / 4) + 2 * bb * static_cast<size_t>((n_ctx + 63) / 64);
+  } else {
+    const int64_t per_doc = (std::min<int64_t>(n_ctx, a.spec.tokens * 3 / 2 + 64) + 63) / 64 + 1;
+    want = static_cast<size_t>(per_doc) * static_cast<size_t>(a.spec.docs + 1) * bb;
+  }
   return std::min(want, memory_cap());
 }
 
@@ -487,20 +500,7 @@ int cmd_bench_sessions(int argc, char** argv) {
   if (!tr.ok()) return report_error("bench-sessions", tr.status());
   std::unique_ptr<tok::Tokenizer> tk = std::move(tr).value();
   EngineFlags rc_flags = flags;  // the recompute engine: the default budget (one context)
-  if (flags.kv_budget_mb <= 0 && !a.load_dir.empty()) {
-    // What the saved blocks take, a quarter more, and two contexts of room.
-    std::error_code ec;
-    const auto bytes = fs::file_size(fs::path(a.load_dir) / kSessionFileName, ec);
-    const HParams& hp = model->hparams();
-    const DType kvt = flags.kv == "f16" ? DType::F16 : flags.kv == "q8_0" ? DType::Q8_0 : DType::F32;
-    const double ctx = static_cast<double>(KvLayout{hp.n_layer, hp.n_head_kv, hp.head_dim, kvt, 64}.block_bytes()) *
-                       static_cast<double>(std::min<int64_t>(hp.n_ctx_train > 0 ? hp.n_ctx_train : 2048, a.max_ctx)) / 64;
-    flags.kv_budget_mb = (ec ? 0.0 : static_cast<double>(bytes) * 1.25 + 2 * ctx) / 1e6;
-  }
-  if (flags.kv_budget_mb <= 0) {
-    const DType kvt = flags.kv == "f16" ? DType::F16 : flags.kv == "q8_0" ? DType::Q8_0 : DType::F32;
-    flags.kv_budget_mb = static_cast<double>(default_budget(*model, kvt, a)) / 1e6;
-  }
+  if (flags.kv_budget_mb <= 0) flags.kv_budget_mb = static_cast<double>(default_budget(*model, flags.kv, a)) / 1e6;
   auto e = flags.make_typing_engine(model, a.max_ctx, "bench-sessions", app.count("--max-ctx") > 0);
   if (!e.ok()) return report_error("bench-sessions", e.status());
   warn("bench-sessions", (*e)->memory_lock_note());
