@@ -458,6 +458,17 @@ Status load(Run& run, const Args& a, Results* r) {
   return Status::Ok();
 }
 
+// --json, --check and --save are checked before any work.
+Status check_outputs(const Args& a, const std::vector<std::string>& inputs, const OutputOptions& json_opt) {
+  if (!a.json_path.empty()) LAYA_TRY(check_output(a.json_path, json_opt));
+  if (!a.check_path.empty()) LAYA_TRY(check_output(a.check_path, check_output_options(inputs)));
+  // --save names a folder: one that cannot be is refused now, not after the run.
+  if (std::error_code ec; !a.save_dir.empty() && fs::exists(a.save_dir, ec) && !fs::is_directory(a.save_dir, ec))
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("--save {}: not a folder (the store is DIR/{})", a.save_dir, kSessionFileName));
+  return Status::Ok();
+}
+
 }  // namespace
 
 int cmd_bench_sessions(int argc, char** argv) {
@@ -488,11 +499,7 @@ int cmd_bench_sessions(int argc, char** argv) {
   std::vector<std::string> inputs = a.traces;
   inputs.push_back(flags.model_path);
   const OutputOptions json_opt = json_output("--json", inputs, {"docs", "switch_ms"});
-  if (!a.json_path.empty())
-    if (Status st = check_output(a.json_path, json_opt); !st.ok()) return report_error("bench-sessions", st);
-  if (!a.check_path.empty())
-    if (Status st = check_output(a.check_path, check_output_options(inputs)); !st.ok())
-      return report_error("bench-sessions", st);
+  if (Status st = check_outputs(a, inputs, json_opt); !st.ok()) return report_error("bench-sessions", st);
   auto m = flags.load_model();
   if (!m.ok()) return report_error("bench-sessions", m.status());
   std::shared_ptr<const Model> model = std::move(m).value();
