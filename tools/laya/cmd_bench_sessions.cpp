@@ -28,11 +28,12 @@
 //               emptied each time, given the text, cursor and window, until
 //               its suggestion is ready. Its suggestion must equal the switch's
 //               (a mismatch is counted and fails the run).
-// Residency: when the KV pool (--kv-budget) cannot take one more full context,
+// Residency: when the KV pool (--kv-budget) cannot take the largest document,
 // the least recently used documents release their KV (Session::release_kv):
 // their full blocks stay cached, evictable, and come back at their next
-// switch if still there. resident_docs = documents switched to whose every
-// switch computed no prompt token (all their blocks were resident).
+// switch if still there. resident_docs = documents whose KV was resident
+// whenever it was needed: every switch to it computed no prompt token (all
+// its blocks were there), or, never switched to, it still holds its KV at the end.
 // Without --kv-budget the pool holds every document's window (default_budget;
 // capped at half of MemAvailable and 8 GB), so all stay resident.
 // kv_mb = KV blocks in use at the end; shared_mb = memory the shared blocks
@@ -311,6 +312,13 @@ Status write_check(Run& run, const std::string& path, const std::vector<std::str
   return write_file_atomic(path, out, check_output_options(inputs));
 }
 
+size_t resident_docs(const Run& run, const Results& r) {
+  size_t n = 0;
+  for (size_t d = 0; d < run.docs.size(); ++d)
+    n += r.switched.count(d) ? !r.not_resident.count(d) : run.active[d] && run.docs[d]->kv_blocks().n_blocks() > 0;
+  return n;
+}
+
 // KV in use, and what sharing saves, in MB.
 std::pair<double, double> kv_memory(const Run& run) {
   const double bb = static_cast<double>(run.eng.kv_pool().layout().block_bytes());
@@ -379,8 +387,9 @@ void print_summary(const Run& run, const Results& r, const Args& a, double kv_mb
   fmt::print("KV in use {:.1f} MB, saved by shared blocks {:.1f} MB, releases (LRU) {}\n", kv_mb, shared_mb, run.released);
   if (!r.switch_ms.empty()) {
     fmt::print("switch (focus -> suggestion) ms: {}\n", ms_line(r.switch_ms));
-    fmt::print("  documents switched to {}, all resident {}; prompt tokens computed p50 {} max {}\n", r.switched.size(),
-               r.switched.size() - r.not_resident.size(), percentile(r.switch_computed, 0.5),
+    fmt::print("  documents switched to {} (every switch resident: {}), resident documents {}; prompt tokens computed "
+               "p50 {} max {}\n", r.switched.size(), r.switched.size() - r.not_resident.size(), resident_docs(run, r),
+               percentile(r.switch_computed, 0.5),
                percentile(r.switch_computed, 1.0));
   }
   if (!r.recompute_ms.empty())
@@ -399,7 +408,7 @@ json results_json(const Run& run, const Results& r, const Args& a, double kv_mb,
   for (const auto& s : run.docs) prompt.push_back(static_cast<int64_t>(s->cached_tokens().size()));
   json j = {{"docs", run.docs.size()},
             {"tokens_per_doc", a.load_dir.empty() ? json(a.spec.tokens) : json(nullptr)},
-            {"resident_docs", r.switched.size() - r.not_resident.size()},
+            {"resident_docs", resident_docs(run, r)},
             {"kv_mb", kv_mb},
             {"shared_mb", shared_mb},
             {"switch_ms", {{"p50", percentile(r.switch_ms, 0.5)}, {"p99", percentile(r.switch_ms, 0.99)},
