@@ -303,6 +303,38 @@ TEST(SessionStore, AFullPoolRestoresTheTextAndSaysWhy) {
   r->sessions.clear();
 }
 
+// release_kv: the full blocks stay cached, so the next suggest adopts them and
+// recomputes less than one block, with the suggestion of a session that kept
+// its KV; a new session of the same text adopts them too (an empty sequence
+// looks for its prompt's blocks).
+TEST(SessionStore, ReleasedKvComesBackFromTheCache) {
+  REQUIRE_ENV();
+  E->eng->forget_cached_kv();
+  auto a = typed_session(*E->eng, *E->tok, doc(8), false);
+  const int64_t n = static_cast<int64_t>(a->cached_tokens().size());
+  const int64_t bp = E->eng->kv_pool().layout().block_pos;
+  ASSERT_GT(n, 2 * bp);
+  const int64_t in_use = E->eng->kv_pool().n_in_use();
+  ASSERT_TRUE(a->release_kv().ok());
+  EXPECT_TRUE(a->cached_tokens().empty());
+  EXPECT_EQ(a->kv_blocks().n_blocks(), 0);
+  EXPECT_LT(E->eng->kv_pool().n_in_use(), in_use);
+  EXPECT_GE(E->eng->kv_pool().n_cached(), n / bp) << "the full blocks stay cached";
+  ASSERT_TRUE(a->edit(a->cursor(), 0, "x").ok());
+  auto s = a->suggest();
+  ASSERT_TRUE(s.ok());
+  EXPECT_GE(s->timings.tokens_reused, (n / bp) * bp);
+  EXPECT_LE(s->timings.tokens_computed, bp + 2) << "only the last, partial block is recomputed";
+  // A new session of the same text adopts the same blocks, and suggests the same.
+  Session fresh(*E->eng, *E->tok);
+  ASSERT_TRUE(fresh.set_text(doc(8) + "x").ok());
+  auto f = fresh.suggest();
+  ASSERT_TRUE(f.ok());
+  EXPECT_GT(f->timings.tokens_reused, 0);
+  EXPECT_EQ(fresh.kv_blocks().ids()[0], a->kv_blocks().ids()[0]) << "the first block is shared";
+  EXPECT_EQ(f->text, s->text);
+}
+
 TEST(SessionStore, FailedSaveLeavesTheOldFile) {
   REQUIRE_ENV();
   auto a = typed_session(*E->eng, *E->tok, doc(4), false);
