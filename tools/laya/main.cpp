@@ -22,12 +22,14 @@ int cmd_tokenize(int argc, char** argv);
 int cmd_detokenize(int argc, char** argv);
 int cmd_mkmodel(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
+int cmd_bench_sessions(int argc, char** argv);
 const Command kCommands[] = {
     {"info", "show a model's architecture, size, types and memory needs", cmd_info},
     {"logits", "write the logits of a token sequence to .npy", cmd_logits},
     {"complete", "continue a prompt, streaming the text", cmd_complete},
     {"bench", "prefill/decode speed, decode latency percentiles, bandwidth, RSS", cmd_bench},
     {"bench-typing", "keystroke savings of greedy suggestions on typing traces", cmd_bench_typing},
+    {"bench-sessions", "many documents on one engine: switch latency, shared KV, save and load", cmd_bench_sessions},
     {"replay", "play typing traces on a session: suggestion latency, reuse, free keystrokes", cmd_replay},
     {"tokenize", "text → token ids (JSON); --batch for JSON lines on stdin", cmd_tokenize},
     {"detokenize", "token ids → text", cmd_detokenize},
