@@ -3,6 +3,7 @@
 
   bench/serve_load.py LAYA_BINARY MODEL TRACE.jsonl... [--clients 100] [--seconds 60] [--threads 2]
                       [--route] [--json out.json]
+  bench/serve_load.py LAYA_BINARY MODEL TRACE.jsonl... --once [--threads 2] [--json out.json]
 
 Starts `laya serve` on a free port, then runs --clients client threads for --seconds (bounded:
 every client stops at the deadline). Client i types trace i % len(traces), starting at event
@@ -12,6 +13,10 @@ the cursor's line up to the cursor, input_suffix = the rest, n_predict 8) on its
 connection, waiting for each answer before the next keystroke (an editor's pace at best). Each
 client names its document ("session": "client-i") unless --route is given, in which case the
 server routes by shared text as it does for the plugins.
+
+--once: one client plays every trace once, from its start, back to back (each trace its own
+document): the keystroke -> suggestion latency over HTTP to set next to `laya replay --fast` on the
+same traces (the server's overhead: JSON, routing, the edit found by diffing, loopback TCP).
 
 Reports: requests, errors (non-200, a body that is not the JSON asked for, a dropped connection),
 superseded answers, keystroke -> suggestion latency p50 / p99 / max (client side), the server's
@@ -76,10 +81,10 @@ def rss_mb(pid):
 
 
 class Client(threading.Thread):
-    def __init__(self, idx, port, trace, start_event, deadline, route):
+    def __init__(self, idx, port, trace, start_event, deadline, route, once=False):
         super().__init__(daemon=True)
         self.idx, self.port, self.trace, self.start_event = idx, port, trace, start_event
-        self.deadline, self.route = deadline, route
+        self.deadline, self.route, self.once = deadline, route, once
         self.lat, self.errors, self.superseded, self.requests = [], [], 0, 0
 
     def connect(self):
@@ -93,7 +98,9 @@ class Client(threading.Thread):
         doc, cursor = header.get("initial_text", ""), 0
         conn = self.connect()
         i = 0
-        while time.monotonic() < self.deadline:
+        while time.monotonic() < self.deadline or self.once:
+            if self.once and i == len(events):
+                break
             ev = events[(self.start_event + i) % len(events)]
             if (self.start_event + i) % len(events) == 0 and i > 0:
                 doc, cursor = header.get("initial_text", ""), 0  # the trace starts over
@@ -148,12 +155,15 @@ def main():
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--route", action="store_true", help="no session names: the server routes by shared text")
+    ap.add_argument("--server-cpus", help="pin the server to these CPUs (taskset -c LIST), e.g. 2,3")
+    ap.add_argument("--once", action="store_true", help="one client plays every trace once, back to back")
     ap.add_argument("--json")
     a = ap.parse_args()
     if not 1 <= a.clients <= 1000 or not 1 <= a.seconds <= 3600:
         sys.exit("serve_load.py: --clients in [1, 1000], --seconds in [1, 3600]")
     traces = [load_trace(p) for p in a.traces]
-    srv = subprocess.Popen([a.laya, "serve", "-m", a.model, "--port", "0", "-t", str(a.threads),
+    pin = ["taskset", "-c", a.server_cpus] if a.server_cpus else []
+    srv = subprocess.Popen(pin + [a.laya, "serve", "-m", a.model, "--port", "0", "-t", str(a.threads),
                             "--max-sessions", str(max(64, a.clients + 8))],
                            stderr=subprocess.PIPE, text=True)
     port = None
@@ -168,14 +178,24 @@ def main():
         sys.exit(f"serve_load.py: laya serve did not start: {err}")
     threading.Thread(target=lambda: [None for _ in srv.stderr], daemon=True).start()  # drain its stderr
     deadline = time.monotonic() + a.seconds
-    clients = [Client(i, port, traces[i % len(traces)], (i // len(traces)) * 37, deadline, a.route)
-               for i in range(a.clients)]
-    for c in clients:
-        c.start()
-    time.sleep(min(10, a.seconds / 2))
-    rss_early = rss_mb(srv.pid)
-    for c in clients:
-        c.join(timeout=a.seconds + 180)
+    if a.once:
+        a.clients = len(traces)
+        clients = [Client(i, port, traces[i], 0, deadline, a.route, once=True) for i in range(len(traces))]
+        rss_early = -1.0
+        for c in clients:  # one after another: one editor
+            c.start()
+            c.join()
+            if rss_early < 0:
+                rss_early = rss_mb(srv.pid)
+    else:
+        clients = [Client(i, port, traces[i % len(traces)], (i // len(traces)) * 37, deadline, a.route)
+                   for i in range(a.clients)]
+        for c in clients:
+            c.start()
+        time.sleep(min(10, a.seconds / 2))
+        rss_early = rss_mb(srv.pid)
+        for c in clients:
+            c.join(timeout=a.seconds + 180)
     rss_end = rss_mb(srv.pid)
     alive = srv.poll() is None
     resident = None
@@ -198,6 +218,7 @@ def main():
            "superseded": sum(c.superseded for c in clients), "server_alive": alive,
            "suggest_ms": {"p50": percentile(lat, 0.5), "p90": percentile(lat, 0.9), "p99": percentile(lat, 0.99),
                           "max": max(lat) if lat else 0.0},
+           "per_client_p50_ms": [percentile(c.lat, 0.5) for c in clients] if a.once else None,
            "rss_mb_after_10s": rss_early, "rss_mb_end": rss_end, "resident_sessions": resident,
            "first_errors": errors[:5]}
     print(json.dumps(out, indent=1))

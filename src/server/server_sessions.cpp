@@ -141,11 +141,16 @@ Result<ServedSuggestion> ServerSessions::suggest(const std::optional<std::string
   };
   if (e->latest.load() != ticket) return superseded();
   Session& s = *e->session;
-  // Bring the session to `text`: one edit between the common prefix and suffix.
+  // Bring the session to `text`: one edit between the common prefix and
+  // suffix, anchored at the cursor. The suffix is taken first and never
+  // reaches before the cursor, so a typed character is an insert just before
+  // the cursor even when it equals the next one ("ab|b" + "b" is an insert at
+  // 2, not at 3): the edit the editor made, which keeps the session's FIM
+  // suffix and typing-through reuse intact.
   const std::string& old = s.text();
-  const size_t p = common_prefix_bytes(old, text);
-  const size_t k = common_suffix_bytes(old, text, p);
-  if (p != old.size() || k != 0 || old.size() != text.size()) {
+  const size_t k = common_suffix_bytes(old, text.substr(cursor), 0);
+  const size_t p = common_prefix_bytes(std::string_view(old).substr(0, old.size() - k), text.substr(0, text.size() - k));
+  if (old != text) {
     size_t pos_cp = 0, del_cp = 0;
     (void)utf8::count(text.substr(0, p), &pos_cp, nullptr);
     (void)utf8::count(std::string_view(old).substr(p, old.size() - k - p), &del_cp, nullptr);
