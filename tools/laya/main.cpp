@@ -22,6 +22,7 @@ int cmd_tokenize(int argc, char** argv);
 int cmd_detokenize(int argc, char** argv);
 int cmd_mkmodel(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
+int cmd_type(int argc, char** argv);
 int cmd_bench_sessions(int argc, char** argv);
 const Command kCommands[] = {
     {"info", "show a model's architecture, size, types and memory needs", cmd_info},
@@ -34,6 +35,7 @@ const Command kCommands[] = {
     {"tokenize", "text → token ids (JSON); --batch for JSON lines on stdin", cmd_tokenize},
     {"detokenize", "token ids → text", cmd_detokenize},
     {"serve", "HTTP server: /infill for llama.vim / llama.vscode, OpenAI /v1/completions, /metrics", cmd_serve},
+    {"type", "a terminal editor with the suggestion as ghost text (Tab accepts)", cmd_type},
     {"mkmodel", "write a random-weight GGUF with the shapes of a real model", cmd_mkmodel},
     {"version", "print the version", cmd_version},
 };
