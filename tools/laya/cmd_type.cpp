@@ -301,13 +301,14 @@ void TypeEditor::draw() {
     std::lock_guard<std::mutex> lock(mu_);
     v = ms_;
   }
-  std::string status = fmt::format(" laya type | {} | ", model_);
+  // A message (saved, an error) first: a narrow terminal cuts the end of the line.
+  std::string status = message_.empty() ? fmt::format(" laya type | {} | ", model_) : " " + message_ + " | ";
   if (!v.empty()) {
     std::sort(v.begin(), v.end());
     const double p99 = v[std::min(v.size() - 1, static_cast<size_t>(0.99 * static_cast<double>(v.size())))];
     status += fmt::format("keystroke -> suggestion {:.2f} ms, p99 {:.2f} ms ({} keys) | ", last_ms_, p99, v.size());
   }
-  status += message_.empty() ? "Tab accept  Esc dismiss  ^S save  ^Q quit" : message_;
+  if (message_.empty()) status += "Tab accept  Esc dismiss  ^S save  ^Q quit";
   attron(A_REVERSE);
   mvaddnstr(rows - 1, 0, status.c_str(), static_cast<int>(status.size()));
   attroff(A_REVERSE);
