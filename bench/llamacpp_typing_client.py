@@ -326,6 +326,9 @@ class Stats:
             "free_keystrokes": self.free_keystrokes,
             "accept_events": self.accepts,
             "accept_chars": self.accept_chars,
+            # every completed request's client-side latency, in event order: `laya replay --html
+            # --peer this.json` draws them next to laya's on the same axes
+            "samples": {"suggest_ms": self.v["suggest_ms"]},
         }
 
     def print(self, name):
