@@ -49,6 +49,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -62,6 +63,7 @@
 #include "core/sha256.h"
 #include "engine/engine.h"
 #include "latency_stats.h"
+#include "report_html.h"
 #include "outputs.h"
 #include "session/scheduler.h"
 #include "session/session.h"
@@ -89,6 +91,25 @@ struct Stats {
   int64_t window_moves = 0, fim_events = 0, healed_events = 0, superseded = 0;
   std::vector<double> suggest_ms, first_token_ms;
   std::vector<int64_t> computed;
+  // Per completed suggestion, for the HTML report: free (typed through), and its stages.
+  std::vector<bool> free;
+  std::vector<double> tokenize_ms, prefill_ms, decode_ms;
+  void record(double suggest, double first, const Suggestion& sg) {
+    suggest_ms.push_back(suggest);
+    first_token_ms.push_back(first);
+    computed.push_back(sg.timings.tokens_computed);
+    const bool f = sg.typed_through > 0 && sg.timings.tokens_computed == 0;
+    free.push_back(f);
+    free_keystrokes += f;
+    tokenize_ms.push_back(sg.timings.tokenize_ms);
+    prefill_ms.push_back(sg.timings.prefill_ms);
+    double d = 0;
+    for (double x : sg.timings.decode_ms) d += x;
+    decode_ms.push_back(d);
+    window_moves += sg.window_moved;
+    fim_events += sg.fim;
+    healed_events += sg.healed_bytes > 0;
+  }
   void add(const Stats& o) {
     events += o.events;
     mismatches += o.mismatches;
@@ -103,6 +124,10 @@ struct Stats {
     suggest_ms.insert(suggest_ms.end(), o.suggest_ms.begin(), o.suggest_ms.end());
     first_token_ms.insert(first_token_ms.end(), o.first_token_ms.begin(), o.first_token_ms.end());
     computed.insert(computed.end(), o.computed.begin(), o.computed.end());
+    free.insert(free.end(), o.free.begin(), o.free.end());
+    tokenize_ms.insert(tokenize_ms.end(), o.tokenize_ms.begin(), o.tokenize_ms.end());
+    prefill_ms.insert(prefill_ms.end(), o.prefill_ms.begin(), o.prefill_ms.end());
+    decode_ms.insert(decode_ms.end(), o.decode_ms.begin(), o.decode_ms.end());
   }
 };
 
@@ -179,13 +204,8 @@ class Replayer {
       const auto t1 = Clock::now();
       if (!sug.ok()) return Status(sug.status().code(), fmt::format("{}: {}", where, sug.status().message()));
       ++s->events;
-      s->suggest_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-      s->first_token_ms.push_back(std::chrono::duration<double, std::milli>((got_piece ? first_piece : t1) - t0).count());
-      s->computed.push_back(sug->timings.tokens_computed);
-      s->free_keystrokes += sug->typed_through > 0 && sug->timings.tokens_computed == 0;
-      s->window_moves += sug->window_moved;
-      s->fim_events += sug->fim;
-      s->healed_events += sug->healed_bytes > 0;
+      s->record(std::chrono::duration<double, std::milli>(t1 - t0).count(),
+                std::chrono::duration<double, std::milli>((got_piece ? first_piece : t1) - t0).count(), *sug);
       if (verify_) {
         LAYA_ASSIGN_OR_RETURN(bool same, same_as_fresh(live, *sug, where));
         if (!same) ++s->mismatches;
@@ -204,9 +224,7 @@ class Replayer {
     Clock::time_point handed, first_piece, done;
     bool got_piece = false, finished = false;
     SuggestOutcome outcome = SuggestOutcome::kDropped;
-    int64_t computed = 0;
-    bool free = false, window_moved = false, fim = false, healed = false;
-    std::string text;  // a completed suggestion's text (for a following accept)
+    Suggestion sug;  // a completed suggestion (its text for a following accept, its timings)
     Status status;
   };
 
@@ -232,7 +250,7 @@ class Replayer {
       std::optional<std::string> shown;
       if (e.op == Op::kAccept && i > 0) {
         std::lock_guard<std::mutex> lock(mu);
-        if (rec[newest].finished && rec[newest].outcome == SuggestOutcome::kDone) shown = rec[newest].text;
+        if (rec[newest].finished && rec[newest].outcome == SuggestOutcome::kDone) shown = rec[newest].sug.text;
       }
       const std::string where = fmt::format("{}:{}", t.path, e.line);
       if (Status st = apply(live, e, s, shown ? &*shown : nullptr, true); !st.ok())
@@ -250,14 +268,7 @@ class Replayer {
         r->finished = true;
         r->outcome = d.outcome;
         r->status = d.status;
-        if (d.suggestion) {
-          r->text = d.suggestion->text;
-          r->computed = d.suggestion->timings.tokens_computed;
-          r->free = d.suggestion->typed_through > 0 && d.suggestion->timings.tokens_computed == 0;
-          r->window_moved = d.suggestion->window_moved;
-          r->fim = d.suggestion->fim;
-          r->healed = d.suggestion->healed_bytes > 0;
-        }
+        if (d.suggestion) r->sug = *d.suggestion;
       };
       sched.submit(live, opt_, std::move(cb));
       newest = i;
@@ -273,14 +284,9 @@ class Replayer {
         ++s->superseded;
         continue;
       }
-      s->suggest_ms.push_back(std::chrono::duration<double, std::milli>(r.done - r.handed).count());
-      s->first_token_ms.push_back(
-          std::chrono::duration<double, std::milli>((r.got_piece ? r.first_piece : r.done) - r.handed).count());
-      s->computed.push_back(r.computed);
-      s->free_keystrokes += r.free;
-      s->window_moves += r.window_moved;
-      s->fim_events += r.fim;
-      s->healed_events += r.healed;
+      s->record(std::chrono::duration<double, std::milli>(r.done - r.handed).count(),
+                std::chrono::duration<double, std::milli>((r.got_piece ? r.first_piece : r.done) - r.handed).count(),
+                r.sug);
     }
     return check_final(t, live);
   }
@@ -343,12 +349,16 @@ int cmd_replay(int argc, char** argv) {
   std::vector<std::string> paths;
   std::string json_path;
   bool fast = false, verify = false, samples = false;
+  std::string html_path, peer_path;
   int max_tokens = 8;
   int64_t max_ctx = 2048;
   app.add_option("traces", paths, "trace files (.jsonl)")->required();
   app.add_flag("--fast", fast, "play events back to back instead of at the recorded pace");
   app.add_flag("--verify", verify, "compare every suggestion with a fresh session's (from scratch)");
   app.add_option("--json", json_path, "write the results as JSON to this file");
+  app.add_option("--html", html_path, "write the latency report (one self-contained HTML file) here");
+  app.add_option("--peer", peer_path,
+                 "with --html: llama-server's results (bench/llamacpp_typing_client.py --json) on the same axes");
   app.add_flag("--samples", samples, "with --json: also every event's suggest_ms, first_token_ms and tokens computed");
   app.add_option("--max-tokens", max_tokens, "tokens per suggestion")->transform(int_in(1, 64));
   app.add_option("--max-ctx", max_ctx, "context cap in tokens (and the model's own)")->transform(int_in(64, 1 << 20));
@@ -369,6 +379,18 @@ int cmd_replay(int argc, char** argv) {
   const OutputOptions json_opt = json_output("--json", inputs, {"traces", "paced", "max_tokens"});
   if (!json_path.empty()) {
     if (Status st = check_output(json_path, json_opt); !st.ok()) return report_error("replay", st);
+  }
+  const OutputOptions html_opt = html_report_output("--html", inputs);
+  std::map<std::string, std::vector<double>> peer;
+  if (!html_path.empty()) {
+    if (Status st = check_output(html_path, html_opt); !st.ok()) return report_error("replay", st);
+    if (!peer_path.empty()) {
+      auto p = load_peer_samples(peer_path);
+      if (!p.ok()) return report_error("replay", p.status());
+      peer = std::move(p).value();
+    }
+  } else if (!peer_path.empty()) {
+    return report_error("replay", Status(StatusCode::kInvalidArgument, "--peer needs --html (it draws the peer's samples)"));
   }
   // Every trace is read and checked before the model is loaded: a bad file
   // fails at once, before any work. A trace that fails while it runs stops
@@ -405,6 +427,7 @@ int cmd_replay(int argc, char** argv) {
   so.fim = fim == "spm" ? FimOrder::kSpm : fim == "off" ? FimOrder::kOff : FimOrder::kPsm;
   Replayer rp(**e, *tk, so, opt, fast, verify);
   Stats all;
+  std::vector<std::pair<std::string, Stats>> done;  // per trace, for --html
   json per = json::object();
   Status failed;
   for (const Trace& t : traces) {
@@ -415,6 +438,7 @@ int cmd_replay(int argc, char** argv) {
     std::fflush(stdout);
     per[t.name] = stats_json(s, verify, samples);
     all.add(s);
+    if (!html_path.empty()) done.emplace_back(t.name, std::move(s));
   }
   if (traces.size() > 1) print_stats("overall", all, verify);
   const int rc = !failed.ok() ? report_error("replay", failed) : verify && all.mismatches > 0 ? 1 : 0;
@@ -430,6 +454,20 @@ int cmd_replay(int argc, char** argv) {
     if (!failed.ok()) out["incomplete"] = failed.message();
     if (Status st = write_file_atomic(json_path, dump_json(out), json_opt); !st.ok())
       return report_error("replay", st);
+  }
+  if (!html_path.empty() && !done.empty()) {
+    ReportInput in;
+    in.model = flags.model_path;
+    in.paced = !fast;
+    in.machine = machine_description(flags.threads);
+    for (int i = 0; i < argc; ++i) in.command += (i ? " " : "laya ") + std::string(argv[i]);
+    for (auto& [name, st] : done) {
+      ReportTrace t{name, st.suggest_ms, st.first_token_ms, {st.computed.begin(), st.computed.end()}, st.free,
+                    st.tokenize_ms, st.prefill_ms, st.decode_ms, {}};
+      if (auto it = peer.find(name); it != peer.end()) t.peer_suggest_ms = it->second;
+      in.traces.push_back(std::move(t));
+    }
+    if (Status st = write_file_atomic(html_path, report_html(in), html_opt); !st.ok()) return report_error("replay", st);
   }
   return rc;
 }

@@ -1,5 +1,7 @@
 #include "outputs.h"
 
+#include "report_html.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -72,6 +74,13 @@ OutputOptions json_output(const std::string& option, std::vector<std::string> in
   OutputOptions o = base(option, std::move(inputs));
   o.kind = "a JSON result of this command";
   o.replaceable = [keys, array_keys](const std::string& p) { return is_our_json(p, keys, array_keys); };
+  return o;
+}
+
+OutputOptions html_report_output(const std::string& option, std::vector<std::string> inputs) {
+  OutputOptions o = base(option, std::move(inputs));
+  o.kind = "an HTML report of laya";
+  o.replaceable = [](const std::string& p) { return file_starts_with(p, kReportHtmlHead); };
   return o;
 }
 

@@ -23,6 +23,8 @@ namespace laya::cli {
 OutputOptions npy_output(const std::string& option, std::vector<std::string> inputs);
 OutputOptions json_output(const std::string& option, std::vector<std::string> inputs, std::vector<std::string> keys,
                           std::vector<std::string> array_keys = {});
+// The latency report (--html): replaceable when it is an earlier report (its first bytes).
+OutputOptions html_report_output(const std::string& option, std::vector<std::string> inputs);
 OutputOptions lines_output(const std::string& option, std::vector<std::string> inputs);
 
 // A float32 C-order .npy file of the given shape, written atomically.

@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <numeric>
+#include <thread>
 
 #include <fmt/format.h>
 
+#include "core/io.h"
+#include "core/json.h"
 #include "latency_stats.h"
 #include "svg_plot.h"
 
@@ -64,9 +68,43 @@ std::string section(const ReportTrace& t, const std::string& peer_name) {
 
 }  // namespace
 
+std::string machine_description(int threads) {
+  std::string cpu = "unknown CPU";
+  std::ifstream f("/proc/cpuinfo");  // a /proc file reports size 0: read it as a stream
+  for (std::string line; std::getline(f, line);) {
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  const unsigned cores = std::thread::hardware_concurrency();
+  return fmt::format("{}, {} cores, {} threads", cpu, cores, threads > 0 ? threads : static_cast<int>(cores));
+}
+
+Result<std::map<std::string, std::vector<double>>> load_peer_samples(const std::string& path) {
+  LAYA_ASSIGN_OR_RETURN(std::string text, read_file(path, size_t{256} << 20));
+  LAYA_ASSIGN_OR_RETURN(nlohmann::json j, parse_json(text, path));
+  std::map<std::string, std::vector<double>> out;
+  if (!j.is_object() || !j.contains("traces") || !j["traces"].is_object())
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("{}: no \"traces\" object (expected bench/llamacpp_typing_client.py --json output)", path));
+  for (const auto& [name, t] : j["traces"].items()) {
+    if (!t.is_object() || !t.contains("samples") || !t["samples"].is_object() || !t["samples"].contains("suggest_ms") ||
+        !t["samples"]["suggest_ms"].is_array())
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("{}: trace {} has no samples.suggest_ms (run the client of this version)", path, name));
+    std::vector<double>& v = out[name];
+    for (const auto& x : t["samples"]["suggest_ms"]) {
+      if (!x.is_number())
+        return Status(StatusCode::kInvalidArgument, fmt::format("{}: trace {}: a sample is not a number", path, name));
+      v.push_back(x.get<double>());
+    }
+  }
+  return out;
+}
+
 std::string report_html(const ReportInput& in) {
-  std::string o =
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>laya latency report</title>\n"
+  std::string o = std::string(kReportHtmlHead) + "</title>\n"
       "<style>body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1340px}"
       "table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
       "td:first-child,th:first-child{text-align:left}.row{display:flex;flex-wrap:wrap;gap:16px}"

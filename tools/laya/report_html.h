@@ -6,8 +6,12 @@
 // stage, and the tokens computed per keystroke.
 #pragma once
 
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "core/status.h"
 
 namespace laya::cli {
 
@@ -29,5 +33,15 @@ struct ReportInput {
 };
 
 std::string report_html(const ReportInput& in);
+
+// "Intel(R) Xeon(R) Processor, 2 cores, 2 threads" from /proc/cpuinfo (threads 0: all cores).
+std::string machine_description(int threads);
+
+// The first bytes of every report (an earlier report may be replaced).
+inline constexpr std::string_view kReportHtmlHead = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>laya latency report";
+
+// Per trace name, the client-side suggest_ms samples of a
+// bench/llamacpp_typing_client.py --json file ("traces": {name: {"samples": {"suggest_ms": [...]}}}).
+Result<std::map<std::string, std::vector<double>>> load_peer_samples(const std::string& path);
 
 }  // namespace laya::cli

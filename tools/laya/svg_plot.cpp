@@ -207,9 +207,10 @@ std::string timeline(const Series& s, const std::vector<bool>& marked, const std
   o += fmt::format("<rect x=\"60\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"74\" y=\"{}\" "
                    "fill=\"#333\">{}</text>",
                    size.height - 12, s.color, size.height - 3, escape(s.name));
-  o += fmt::format("<rect x=\"260\" y=\"{}\" width=\"10\" height=\"10\" fill=\"#2a9d3a\"/><text x=\"274\" y=\"{}\" "
+  const double mx = 90 + 7.0 * static_cast<double>(s.name.size());
+  o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"#2a9d3a\"/><text x=\"{}\" y=\"{}\" "
                    "fill=\"#333\">{}</text>\n",
-                   size.height - 12, size.height - 3, escape(mark_label));
+                   mx, size.height - 12, mx + 14, size.height - 3, escape(mark_label));
   return o + "</svg>\n";
 }
 
