@@ -21,6 +21,7 @@ int cmd_replay(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_detokenize(int argc, char** argv);
 int cmd_mkmodel(int argc, char** argv);
+int cmd_lsp(int argc, char** argv);
 const Command kCommands[] = {
     {"info", "show a model's architecture, size, types and memory needs", cmd_info},
     {"logits", "write the logits of a token sequence to .npy", cmd_logits},
@@ -31,6 +32,7 @@ const Command kCommands[] = {
     {"tokenize", "text → token ids (JSON); --batch for JSON lines on stdin", cmd_tokenize},
     {"detokenize", "token ids → text", cmd_detokenize},
     {"mkmodel", "write a random-weight GGUF with the shapes of a real model", cmd_mkmodel},
+    {"lsp", "language server over stdio: LSP inline completions (ghost text)", cmd_lsp},
     {"version", "print the version", cmd_version},
 };
 const int kNumCommands = sizeof(kCommands) / sizeof(kCommands[0]);
