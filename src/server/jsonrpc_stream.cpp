@@ -141,6 +141,12 @@ Frame FrameReader::read_body(uint64_t len) {
 
 Frame FrameReader::next() {
   Frame f;
+  // After a frame of unknown extent, the next one starts at the next
+  // "Content-Length:" (found now, not before that frame's error was answered).
+  if (need_resync_) {
+    if (!resync()) return f;
+    need_resync_ = false;
+  }
   std::string line;
   std::string error;
   bool have_len = false, bad = false;
@@ -184,8 +190,7 @@ Frame FrameReader::next() {
   }
   if (!bad && !have_len) error = "a frame without a Content-Length header";
   if (bad || !have_len) {
-    // The body's extent is unknown: look for the next frame's header.
-    if (!resync()) return f;
+    need_resync_ = true;  // the body's extent is unknown
     f.kind = Frame::kError;
     f.error = error;
     return f;

@@ -96,6 +96,7 @@ class FrameReader {
   std::string buf_;  // read but not yet consumed: buf_[pos_, size)
   size_t pos_ = 0;
   bool eof_ = false;
+  bool need_resync_ = false;
 };
 
 // Writes whole frames under a mutex: the reader thread and the suggestion
