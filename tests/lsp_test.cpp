@@ -475,6 +475,29 @@ TEST(LspServer, NewerRequestOrEditSupersedes) {
   }
 }
 
+// With room for one live session, documents take turns: each request still
+// gets its answer (the other document's session is freed and made again).
+TEST(LspServer, SessionsBeyondTheCapAreFreedAndRemade) {
+  REQUIRE_MODEL();
+  LspOptions o;
+  o.max_sessions = 1;
+  Harness h(E, o);
+  h.initialize();
+  h.open("file:///a.py", "import os\nprint(os.");
+  h.open("file:///b.py", "def f(x):\n    return x");
+  int id = 40;
+  for (const char* uri : {"file:///a.py", "file:///b.py", "file:///a.py"}) {
+    h.complete(id, uri, 1, 99);
+    const json r = h.only_reply();
+    EXPECT_EQ(r["id"], id++);
+    ASSERT_TRUE(r.contains("result")) << r;
+    EXPECT_FALSE(r["result"]["items"].empty()) << uri;
+  }
+  h.notify("textDocument/didClose", {{"textDocument", {{"uri", "file:///a.py"}}}});
+  EXPECT_EQ(h.server->document_text("file:///a.py"), nullptr);
+  EXPECT_NE(h.server->document_text("file:///b.py"), nullptr);
+}
+
 TEST(LspServer, RunOverAStreamAndExitCodes) {
   REQUIRE_MODEL();
   // A frame of unknown extent is answered (-32600) and the stream goes on;

@@ -84,6 +84,11 @@ int LspServer::run(FrameReader& in) {
     }
     handle_body(f.body);
   }
+  // After `exit` the answers in flight are moot: they end now (empty lists).
+  // At EOF they are let finish: input piped from a file still gets them.
+  if (exited_)
+    for (auto& [uri, d] : docs_)
+      if (d->session) sched_.cancel_session(*d->session);
   sched_.wait_idle();  // the replies in flight are written before the process ends
   return exit_code();
 }

@@ -133,6 +133,7 @@ async function main() {
       events: events.length, duration_ms: events.at(-1).t_ms, median_key_ms: 100,
       final_sha256: createHash('sha256').update(text, 'utf8').digest('hex') };
     writeFileSync(process.env.LAYA_E2E_TRACE, [header, ...events].map((j) => JSON.stringify(j)).join('\n') + '\n');
+    writeFileSync(`${process.env.LAYA_E2E_TRACE}.lsp_ms.json`, JSON.stringify(latencies));
   }
 
   // ---- cancel one request through the client's CancellationToken
@@ -192,7 +193,46 @@ async function main() {
   conn.dispose();
 }
 
+// Hostile bytes straight into the binary's stdin: every broken frame is
+// answered with an error (id null), the good ones after it still work, and
+// EOF without shutdown ends the process with code 1, never a hang.
+async function hostile() {
+  const p = spawn(laya, ['lsp', '-m', model, '-t', '1'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const done = new Promise((resolve) => p.on('exit', (code, signal) => resolve({ code, signal })));
+  let out = Buffer.alloc(0);
+  p.stdout.on('data', (d) => { out = Buffer.concat([out, d]); });
+  p.stderr.on('data', () => {});
+  const frame = (body) => {
+    const b = Buffer.isBuffer(body) ? body : Buffer.from(body);
+    return Buffer.concat([Buffer.from(`Content-Length: ${b.length}\r\n\r\n`), b]);
+  };
+  p.stdin.write('Content-Length: abc\r\n\r\n');
+  p.stdin.write(frame('{not json'));
+  p.stdin.write(frame('[]'));
+  p.stdin.write(frame(Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d])));  // {"a":"\xff"}
+  p.stdin.write(frame('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}'));
+  p.stdin.write(frame('{"jsonrpc":"2.0","id":2,"method":"textDocument/inlineCompletion","params":{"textDocument":{"uri":7}}}'));
+  p.stdin.end('Content-Length: 99999999999999\r\n\r\n{');
+  const { code, signal } = await done;
+  const replies = [];
+  for (let s = out.toString('utf8'); s.length > 0;) {
+    const m = /^Content-Length: (\d+)\r\n\r\n/.exec(s);
+    assert.ok(m, `a frame: ${s.slice(0, 80)}`);
+    const start = m[0].length;
+    const body = Buffer.from(s.slice(start)).subarray(0, Number(m[1])).toString('utf8');
+    replies.push(JSON.parse(body));
+    s = s.slice(start + body.length);
+  }
+  const codes = replies.map((r) => (r.error ? r.error.code : 'ok'));
+  assert.deepEqual(codes, [-32600, -32700, -32600, -32700, 'ok', -32602], JSON.stringify(replies));
+  assert.match(replies[0].error.message, /Content-Length 'abc' is not a byte count/);
+  assert.match(replies[5].error.message, /params\.textDocument: field "uri" is integer, expected a string/);
+  assert.equal(signal, null);
+  assert.equal(code, 1);
+}
+
 try {
+  await hostile();
   await main();
   console.log('PASS lsp e2e');
   process.exit(0);
