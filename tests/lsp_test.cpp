@@ -317,6 +317,8 @@ TEST(LspServer, ProtocolErrors) {
   EXPECT_EQ(error_code(h.only_reply()), rpc::kParseError);
   h.send(json::array({1, 2}));
   EXPECT_EQ(error_code(h.only_reply()), rpc::kInvalidRequest);
+  h.server->handle_body(std::string(100000, '[') + std::string(100000, ']'));  // deep, not a crash
+  EXPECT_EQ(error_code(h.only_reply()), rpc::kInvalidRequest);
   h.send({{"id", 3}, {"method", "shutdown"}});  // no "jsonrpc"
   EXPECT_EQ(error_code(h.only_reply()), rpc::kInvalidRequest);
   h.send({{"jsonrpc", "2.0"}, {"id", json::object()}, {"method", "x"}});

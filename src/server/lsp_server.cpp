@@ -329,6 +329,7 @@ void LspServer::cancel_request(const json& params) {
 }
 
 void LspServer::inline_completion(const json& id, const json& params) {
+  const auto t0 = std::chrono::steady_clock::now();
   auto fail = [&](const Status& st) { reply(rpc_error(id, rpc::kInvalidParams, st.message())); };
   auto d = document(params, "params");
   if (!d.ok()) return fail(d.status());
@@ -361,13 +362,14 @@ void LspServer::inline_completion(const json& id, const json& params) {
     }
   }
   SuggestCallbacks cb;
-  cb.on_done = [this, key, id, range](const SuggestDone& done) { finish_completion(key, id, range, done); };
+  cb.on_done = [this, key, id, range, t0](const SuggestDone& done) { finish_completion(key, id, range, t0, done); };
   const uint64_t ticket = sched_.submit(s, opt, std::move(cb));
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = inflight_.find(key); it != inflight_.end()) it->second.ticket = ticket;
 }
 
-void LspServer::finish_completion(const std::string& key, const json& id, const json& range, const SuggestDone& d) {
+void LspServer::finish_completion(const std::string& key, const json& id, const json& range,
+                                  std::chrono::steady_clock::time_point t0, const SuggestDone& d) {
   bool cancelled = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -383,6 +385,12 @@ void LspServer::finish_completion(const std::string& key, const json& id, const 
   if (d.outcome == SuggestOutcome::kDone && d.suggestion && !d.suggestion->text.empty())
     items.push_back({{"insertText", d.suggestion->text}, {"range", range}});
   reply(rpc_result(id, {{"items", std::move(items)}}));
+  if (opt_.log_timings) {
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const Suggestion* sg = d.suggestion;
+    log(fmt::format("inlineCompletion {}: {} reply {:.3f} ms, suggest {:.3f} ms, {} tokens computed", id.dump(),
+                    to_string(d.outcome), ms, sg ? sg->timings.total_ms : 0.0, sg ? sg->timings.tokens_computed : 0));
+  }
 }
 
 }  // namespace laya::lsp

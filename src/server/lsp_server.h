@@ -37,6 +37,7 @@
 // the scheduler's worker. Replies go through FrameWriter (one mutex).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -63,6 +64,9 @@ struct LspOptions {
   // recently completed document's session is freed beyond it and made again
   // from the text when needed. 0: as many full contexts as the KV pool holds.
   int max_sessions = 0;
+  // One log line per completion: the time from the request to the reply,
+  // and the suggestion's own (to tell the server's overhead from the model's).
+  bool log_timings = false;
   // Where diagnostics go (stdout is the protocol): stderr when empty.
   std::function<void(std::string_view)> log;
 };
@@ -117,7 +121,7 @@ class LspServer {
   // Replies now (an error) or later (the scheduler's on_done).
   void inline_completion(const nlohmann::json& id, const nlohmann::json& params);
   void finish_completion(const std::string& key, const nlohmann::json& id, const nlohmann::json& range,
-                         const SuggestDone& d);
+                         std::chrono::steady_clock::time_point t0, const SuggestDone& d);
   Result<Document*> document(const nlohmann::json& params, std::string_view where);
   Result<Position> position(const nlohmann::json& obj, std::string_view key, std::string_view where);
   TextOffset offset(Document& d, Position p);

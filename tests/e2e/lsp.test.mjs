@@ -134,6 +134,7 @@ async function main() {
       final_sha256: createHash('sha256').update(text, 'utf8').digest('hex') };
     writeFileSync(process.env.LAYA_E2E_TRACE, [header, ...events].map((j) => JSON.stringify(j)).join('\n') + '\n');
     writeFileSync(`${process.env.LAYA_E2E_TRACE}.lsp_ms.json`, JSON.stringify(latencies));
+    writeFileSync(`${process.env.LAYA_E2E_TRACE}.stderr`, stderr);  // with LAYA_LSP_ARGS=--timings: the server's side
   }
 
   // ---- cancel one request through the client's CancellationToken

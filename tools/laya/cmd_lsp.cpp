@@ -1,4 +1,4 @@
-// laya lsp [-m MODEL] [-t N] [--kv-budget MB] [--max-tokens N] [--multi-line] [--max-ctx N]
+// laya lsp [-m MODEL] [-t N] [--kv-budget MB] [--max-tokens N] [--multi-line] [--max-ctx N] [--timings]
 // A language server over stdio whose feature is LSP 3.18 inline completion
 // (src/server/lsp_server.h says what it answers). stdout carries only the
 // protocol: the process's fd 1 is pointed at stderr once the protocol has its
@@ -28,6 +28,7 @@ int cmd_lsp(int argc, char** argv) {
   app.add_option("--max-tokens", lo.max_tokens, "tokens per suggestion")->transform(int_in(1, 256));
   app.add_flag("--multi-line", lo.multi_line,
                "suggest several lines where the rest of the cursor's line is blank (default: one line)");
+  app.add_flag("--timings", lo.log_timings, "log each completion's reply time and suggest time to stderr");
   app.add_option("--max-ctx", max_ctx, "context cap in tokens (and the model's own)")->transform(int_in(64, 1 << 20));
   EngineFlags flags;
   flags.add_to(app, false);
