@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 #include <fmt/format.h>
 
 #include "core/json.h"
@@ -275,7 +276,11 @@ Status LspServer::apply_change(Document& d, const json& change, std::string_view
   // "\n" typed after a "\r" would join two breaks into one.
   if (a.byte < d.line_cache.byte || (a.byte == d.line_cache.byte && a.byte > 0 && d.text[a.byte - 1] == '\r'))
     d.line_cache = {};
-  if (d.session && !d.session->edit(a.cp, b.cp - a.cp, text).ok()) free_session(d);  // made again from the text
+  if (d.session) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!d.session->edit(a.cp, b.cp - a.cp, text).ok()) free_session(d);  // made again from the text
+    d.edit_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
   d.text.replace(a.byte, b.byte - a.byte, text);
   return Status::Ok();
 }
@@ -362,14 +367,17 @@ void LspServer::inline_completion(const json& id, const json& params) {
     }
   }
   SuggestCallbacks cb;
-  cb.on_done = [this, key, id, range, t0](const SuggestDone& done) { finish_completion(key, id, range, t0, done); };
+  const double edit_ms = std::exchange(doc.edit_ms, 0.0);
+  cb.on_done = [this, key, id, range, t0, edit_ms](const SuggestDone& done) {
+    finish_completion(key, id, range, t0, edit_ms, done);
+  };
   const uint64_t ticket = sched_.submit(s, opt, std::move(cb));
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = inflight_.find(key); it != inflight_.end()) it->second.ticket = ticket;
 }
 
 void LspServer::finish_completion(const std::string& key, const json& id, const json& range,
-                                  std::chrono::steady_clock::time_point t0, const SuggestDone& d) {
+                                  std::chrono::steady_clock::time_point t0, double edit_ms, const SuggestDone& d) {
   bool cancelled = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -388,8 +396,13 @@ void LspServer::finish_completion(const std::string& key, const json& id, const 
   if (opt_.log_timings) {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const Suggestion* sg = d.suggestion;
-    log(fmt::format("inlineCompletion {}: {} reply {:.3f} ms, suggest {:.3f} ms, {} tokens computed", id.dump(),
-                    to_string(d.outcome), ms, sg ? sg->timings.total_ms : 0.0, sg ? sg->timings.tokens_computed : 0));
+    // reply: from the request read to the reply written (the write may yield
+    // the CPU to the client, which then already has it); edit: the document's
+    // Session::edit calls since the previous request (in-process, a keystroke
+    // costs edit + suggest: what `laya replay` times).
+    log(fmt::format("inlineCompletion {}: {} reply {:.3f} ms, edit {:.3f} ms, suggest {:.3f} ms, {} tokens computed",
+                    id.dump(), to_string(d.outcome), ms, edit_ms, sg ? sg->timings.total_ms : 0.0,
+                    sg ? sg->timings.tokens_computed : 0));
   }
 }
 

@@ -102,6 +102,7 @@ class LspServer {
     std::unique_ptr<Session> session;  // made at the first completion request
     LineStart line_cache;               // a known line start near the cursor: scans start there
     uint64_t last_used = 0;             // for freeing the least recently used session
+    double edit_ms = 0;                 // Session::edit time since the last completion request (--timings)
   };
   struct InFlight {
     uint64_t ticket = 0;
@@ -121,7 +122,7 @@ class LspServer {
   // Replies now (an error) or later (the scheduler's on_done).
   void inline_completion(const nlohmann::json& id, const nlohmann::json& params);
   void finish_completion(const std::string& key, const nlohmann::json& id, const nlohmann::json& range,
-                         std::chrono::steady_clock::time_point t0, const SuggestDone& d);
+                         std::chrono::steady_clock::time_point t0, double edit_ms, const SuggestDone& d);
   Result<Document*> document(const nlohmann::json& params, std::string_view where);
   Result<Position> position(const nlohmann::json& obj, std::string_view key, std::string_view where);
   TextOffset offset(Document& d, Position p);
