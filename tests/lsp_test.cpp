@@ -413,6 +413,49 @@ TEST(LspServer, TypedLineCompletesLikeASession) {
   EXPECT_TRUE(r2["result"]["items"].is_array());
 }
 
+// One didChange may hold several changes: each applies to the text the one
+// before it left (ranges, then a whole-text change, then ranges again).
+TEST(LspServer, ChangesApplyInOrder) {
+  REQUIRE_MODEL();
+  Harness h(E);
+  h.initialize();
+  const std::string uri = "file:///o.txt";
+  h.open(uri, "ab\r\ncd\rz");
+  auto range = [](int l0, int c0, int l1, int c1) {
+    return json{{"start", {{"line", l0}, {"character", c0}}}, {"end", {{"line", l1}, {"character", c1}}}};
+  };
+  h.complete(1, uri, 1, 1);  // the document gets a session: the edits below go through it too
+  (void)h.replies();
+  h.notify("textDocument/didChange",
+           {{"textDocument", {{"uri", uri}, {"version", 2}}},
+            {"contentChanges", json::array({{{"range", range(1, 1, 1, 1)}, {"text", "X"}},      // cXd
+                                            {{"range", range(0, 1, 1, 0)}, {"text", ""}},       // across "\r\n"
+                                            {{"range", range(1, 0, 1, 1)}, {"text", "\xE4\xB8\xAD"}}})}});  // after "\r"
+  EXPECT_EQ(*h.server->document_text(uri), "acXd\r\xE4\xB8\xAD");
+  h.notify("textDocument/didChange", {{"textDocument", {{"uri", uri}, {"version", 3}}},
+                                      {"contentChanges", json::array({{{"text", "new\ntext"}},
+                                                                      {{"range", range(1, 4, 1, 4)}, {"text", "!"}}})}});
+  EXPECT_EQ(*h.server->document_text(uri), "new\ntext!");
+  const size_t logged = h.logs.size();
+  h.notify("textDocument/didChange", {{"textDocument", {{"uri", uri}, {"version", 4}}},
+                                      {"contentChanges", json::array({{{"range", range(1, 2, 0, 0)}, {"text", "?"}}})}});
+  EXPECT_EQ(*h.server->document_text(uri), "new\ntext!");  // end before start: refused, said on the log
+  ASSERT_EQ(h.logs.size(), logged + 1);
+  EXPECT_NE(h.logs.back().find("end 0:0 is before start 1:2"), std::string::npos) << h.logs.back();
+  // The session followed every change: its completion is a fresh session's on the same text.
+  h.complete(2, uri, 1, 5);
+  const json r = h.only_reply();
+  Session direct(*E->eng, *E->tok);
+  ASSERT_TRUE(direct.set_text("new\ntext!").ok());
+  SuggestOptions so;
+  so.max_tokens = LspOptions{}.max_tokens;
+  so.single_line = true;
+  auto want = direct.suggest(so);
+  ASSERT_TRUE(want.ok());
+  const json& items = r["result"]["items"];
+  EXPECT_EQ(items.empty() ? std::string() : items[0]["insertText"].get<std::string>(), want->text) << r;
+}
+
 TEST(LspServer, RangeIsInUtf16Units) {
   REQUIRE_MODEL();
   Harness h(E);
