@@ -476,6 +476,17 @@ TEST(LspServer, RangeIsInUtf16Units) {
   EXPECT_EQ(*h.server->document_text(uri), "# notes\n\xE4\xB8\xAD\xF0\x9F\x98\x80x = 1");
   h.insert(uri, 1, 2, "|");  // inside the surrogate pair: before the emoji
   EXPECT_EQ(*h.server->document_text(uri), "# notes\n\xE4\xB8\xAD|\xF0\x9F\x98\x80x = 1");
+
+  // The same line where the client chose UTF-8: columns are bytes (3 + 4 + 4 = 11).
+  Harness h8(E);
+  h8.initialize({{"general", {{"positionEncodings", {"utf-8", "utf-16"}}}}});
+  h8.open(uri, "# notes\n\xE4\xB8\xAD\xF0\x9F\x98\x80x = ");
+  h8.complete(2, uri, 1, 99);
+  const json r8 = h8.only_reply();
+  ASSERT_FALSE(r8["result"]["items"].empty()) << r8;
+  EXPECT_EQ(r8["result"]["items"][0]["range"]["start"], json({{"line", 1}, {"character", 11}}));
+  h8.insert(uri, 1, 5, "|");  // inside the emoji's 4 bytes: before it
+  EXPECT_EQ(*h8.server->document_text(uri), "# notes\n\xE4\xB8\xAD|\xF0\x9F\x98\x80x = ");
 }
 
 // A long suggestion (multi-line, 200 tokens) is still running when the
