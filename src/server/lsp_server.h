@@ -67,7 +67,8 @@ struct LspOptions {
   // One log line per completion: the time from the request to the reply,
   // and the suggestion's own (to tell the server's overhead from the model's).
   bool log_timings = false;
-  // Where diagnostics go (stdout is the protocol): stderr when empty.
+  // Where diagnostics go (stdout is the protocol): stderr when empty. Called
+  // on the reader thread, and with log_timings also on the scheduler's worker.
   std::function<void(std::string_view)> log;
 };
 
