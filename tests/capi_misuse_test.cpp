@@ -579,3 +579,65 @@ TEST(CApiModelFile, TruncatedOrRewrittenWhileInUse) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(CApiMisuse, SessionSaveAndLoad) {
+  const fs::path dir = fs::temp_directory_path() / ("laya_capi_store_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "s.laya").string();
+  laya_session* ss = nullptr;
+  ASSERT_EQ(laya_session_new(s_->e1, s_->tok, &ss), LAYA_OK) << err();
+  const std::string text = "def f(x):\n    return";
+  ASSERT_EQ(laya_session_set_text(ss, text.data(), text.size()), LAYA_OK) << err();
+  char buf[64];
+  size_t len = 0;
+  ASSERT_EQ(laya_session_suggest(ss, 4, 0, 0, buf, sizeof buf, &len), LAYA_OK) << err();
+  // NULLs and wrong handles.
+  EXPECT_EQ(laya_session_save(nullptr, path.c_str()), LAYA_INVALID_ARGUMENT);
+  EXPECT_EQ(laya_session_save(ss, nullptr), LAYA_INVALID_ARGUMENT);
+  EXPECT_TRUE(ErrorHas({"laya_session_save: path is NULL"}));
+  EXPECT_EQ(laya_session_save(reinterpret_cast<laya_session*>(s_->e1), path.c_str()), LAYA_INVALID_ARGUMENT);
+  laya_session* out = reinterpret_cast<laya_session*>(&len);  // garbage: set to NULL on error
+  EXPECT_EQ(laya_session_load(s_->e1, s_->tok, nullptr, &out), LAYA_INVALID_ARGUMENT);
+  EXPECT_EQ(out, nullptr);
+  EXPECT_EQ(laya_session_load(s_->e1, s_->tok, path.c_str(), nullptr), LAYA_INVALID_ARGUMENT);
+  EXPECT_EQ(laya_session_load(nullptr, s_->tok, path.c_str(), &out), LAYA_INVALID_ARGUMENT);
+  EXPECT_EQ(laya_session_load(s_->e1, nullptr, path.c_str(), &out), LAYA_INVALID_ARGUMENT);
+  // A missing file; a folder as the destination.
+  EXPECT_EQ(laya_session_load(s_->e1, s_->tok, (dir / "absent.laya").c_str(), &out), LAYA_NOT_FOUND);
+  EXPECT_TRUE(ErrorHas({"absent.laya"}));
+  EXPECT_NE(laya_session_save(ss, dir.c_str()), LAYA_OK);
+  // Saved and loaded: the same suggestion.
+  ASSERT_EQ(laya_session_save(ss, path.c_str()), LAYA_OK) << err();
+  ASSERT_EQ(laya_session_load(s_->e1, s_->tok, path.c_str(), &out), LAYA_OK) << err();
+  char buf2[64];
+  size_t len2 = 0;
+  ASSERT_EQ(laya_session_suggest(out, 4, 0, 0, buf2, sizeof buf2, &len2), LAYA_OK) << err();
+  EXPECT_EQ(std::string(buf2, len2), std::string(buf, len));
+  laya_session_free(out);
+  // Corrupted: a flipped byte, a truncation, a file that is no session file.
+  std::string bytes;
+  {
+    std::ifstream f(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  auto load_bytes = [&](const std::string& b) {
+    std::ofstream(dir / "bad.laya", std::ios::binary | std::ios::trunc).write(b.data(), static_cast<std::streamsize>(b.size()));
+    laya_session* o = nullptr;
+    const laya_status st = laya_session_load(s_->e1, s_->tok, (dir / "bad.laya").c_str(), &o);
+    EXPECT_EQ(o, nullptr);
+    return st;
+  };
+  std::string flipped = bytes;
+  flipped[bytes.size() - 3] ^= 1;
+  EXPECT_EQ(load_bytes(flipped), LAYA_CORRUPT);
+  EXPECT_TRUE(ErrorHas({"payload checksum"}));
+  EXPECT_EQ(load_bytes(bytes.substr(0, bytes.size() / 2)), LAYA_CORRUPT);
+  EXPECT_TRUE(ErrorHas({"truncated"}));
+  EXPECT_EQ(load_bytes("hello, not a session\n"), LAYA_CORRUPT);
+  laya_session_free(ss);
+  fs::remove_all(dir);
+}
+
+}  // namespace

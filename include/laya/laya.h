@@ -233,6 +233,29 @@ laya_status laya_session_suggest(laya_session* session, int max_tokens, int sing
  * session handle, is ignored. */
 void laya_session_cancel(laya_session* session);
 
+/* Saves the session (text, cursor, window, options, cached tokens and the KV
+ * bytes of its blocks) to path, through a temporary file, fsync and rename: a
+ * crash mid-save leaves the old file or the new one, never a mix. An existing
+ * file at path is replaced only when it is a laya session file. Not while a
+ * suggest runs on the session. LAYA_INVALID_ARGUMENT for a bad handle, a NULL
+ * path, or a path that may not be written (a folder, a file of another kind,
+ * the model file); LAYA_IO when a write, the fsync or the rename fails (the old
+ * file is intact). */
+laya_status laya_session_save(const laya_session* session, const char* path);
+/* A new session on engine and tok, read back from a file of one session
+ * written by laya_session_save (memory-mapped; everything is checked before
+ * the engine's KV memory is touched). It resumes warm: its next suggestion
+ * computes nothing its saved self would not have. On error *out is NULL.
+ * LAYA_INVALID_ARGUMENT for a bad handle, a NULL path or out, a file written
+ * with another model or another KV type / block layout (the message says which:
+ * make the session from its text instead), or a file of several sessions;
+ * LAYA_NOT_FOUND / LAYA_IO when the file is absent or cannot be mapped;
+ * LAYA_CORRUPT for a file that is not a session file, is truncated, or has a
+ * changed byte (header or payload checksum); LAYA_UNSUPPORTED for a newer
+ * format version. When the engine's KV memory is full the session comes back
+ * from its text alone (LAYA_OK; it recomputes at its next suggestion). */
+laya_status laya_session_load(laya_engine* engine, const laya_tokenizer* tok, const char* path, laya_session** out);
+
 #ifdef __cplusplus
 }
 #endif

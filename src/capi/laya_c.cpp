@@ -28,6 +28,7 @@
 
 #include "engine/engine.h"
 #include "session/session.h"
+#include "session/session_store.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -529,6 +530,37 @@ laya_status laya_session_suggest(laya_session* session, int max_tokens, int sing
 void laya_session_cancel(laya_session* session) {
   if (!session || !live(session, kTagSession, "laya_session_cancel", "session")) return;
   session->s->cancel();
+}
+
+laya_status laya_session_save(const laya_session* session, const char* path) {
+  return guarded("laya_session_save", [&] {
+    LAYA_C_TRY(check_handle(session, kTagSession, "laya_session_save", "session"));
+    if (!path) return invalid("laya_session_save: path is NULL");
+    return set(laya::save_session(*session->s, path));
+  });
+}
+
+laya_status laya_session_load(laya_engine* engine, const laya_tokenizer* tok, const char* path, laya_session** out) {
+  return guarded("laya_session_load", [&] {
+    if (out) *out = nullptr;
+    LAYA_C_TRY(check_handle(engine, kTagEngine, "laya_session_load", "engine"));
+    LAYA_C_TRY(check_handle(tok, kTagTokenizer, "laya_session_load", "tok"));
+    if (!path || !out) return invalid("laya_session_load: path and out must not be NULL");
+    laya::LoadOptions lo;
+    lo.text_fallback = false;  // the C caller gets the reason and makes the session from its text itself
+    auto r = laya::load_sessions(*engine->e, *tok->t, path, lo);
+    if (!r.ok()) return set(r.status());
+    if (r->sessions.size() != 1) {
+      return invalid(fmt::format("laya_session_load: {} holds {} sessions; this call reads a file of one", path,
+                                 r->sessions.size()));
+    }
+    auto h = std::make_unique<laya_session>();
+    h->engine = engine->e;
+    h->tok = tok->t;
+    h->s = std::move(r->sessions[0]);
+    *out = h.release();
+    return set(laya::Status::Ok());
+  });
 }
 
 }  // extern "C"

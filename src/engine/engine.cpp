@@ -163,6 +163,42 @@ int64_t Engine::reuse_cached_prefix(Sequence& seq, std::span<const int32_t> toke
   return n;
 }
 
+Status Engine::restore_sequence(Sequence& seq, std::span<const int32_t> tokens,
+                                const std::function<const uint8_t*(int64_t block)>& block_src) {
+  LAYA_TRY(check_sequence(seq, "restore_sequence"));
+  if (seq.n_past() > 0) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("restore_sequence: the sequence holds {} tokens; it must be empty", seq.n_past()));
+  }
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  if (n > seq.n_ctx()) {
+    return Status(StatusCode::kOutOfRange,
+                  fmt::format("restore_sequence: {} tokens exceed the context of {} tokens", n, seq.n_ctx()));
+  }
+  LAYA_TRY(check_tokens(tokens));
+  std::lock_guard<std::mutex> lock(forward_mu_);
+  const int64_t bp = kv_layout_.block_pos;
+  const size_t bb = kv_layout_.block_bytes();
+  uint64_t key = kv_seed_;
+  for (int64_t b = 0; b * bp < n; ++b) {
+    const bool full = (b + 1) * bp <= n;
+    // Keys as key_full_blocks gives them; the partial block has none (0).
+    if (full) key = KvBlockTable::chain_key(key, tokens.subspan(static_cast<size_t>(b * bp), static_cast<size_t>(bp)));
+    Status st = seq.table_.append_block(full ? key : 0, [&](uint8_t* dst) { return backend_->upload(dst, block_src(b), bb); });
+    if (!st.ok()) {
+      seq.table_.truncate(0);
+      return Status(st.code(), fmt::format("restore_sequence: block {} of {}: {}", b, (n + bp - 1) / bp, st.message()));
+    }
+  }
+  seq.tokens_.assign(tokens.begin(), tokens.end());
+  return Status::Ok();
+}
+
+void Engine::forget_cached_kv() {
+  std::lock_guard<std::mutex> lock(forward_mu_);
+  pool_->forget_cached();
+}
+
 Status Engine::check_sequence(const Sequence& seq, const char* what) const {
   if (seq.pool_ != pool_) {
     return Status(

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -118,6 +119,24 @@ class Engine {
   // `tokens` (left by sequences that held the same tokens). Returns the
   // positions reused, a multiple of the block size; the caller prefills the rest.
   int64_t reuse_cached_prefix(Sequence& seq, std::span<const int32_t> tokens);
+
+  // ---- persistence (session/session_store.h) ----
+  // The model + KV format identity every block's content key starts from:
+  // KV bytes saved by an engine with the same value are valid here.
+  uint64_t kv_seed() const { return kv_seed_; }
+  // Refills an empty sequence with saved tokens and the K/V of their blocks:
+  // block b (kv_pool().layout().block_bytes() bytes, host memory) is
+  // block_src(b); a full block already resident under the same content key
+  // is shared instead (no copy), so documents restored with a common head
+  // hold it once. The last, partial block is copied too: the sequence
+  // resumes with nothing to recompute. kOutOfMemory when the pool is full,
+  // kInvalidArgument for a token out of range or a sequence that is not
+  // empty; on failure the sequence is left empty.
+  Status restore_sequence(Sequence& seq, std::span<const int32_t> tokens,
+                          const std::function<const uint8_t*(int64_t block)>& block_src);
+  // Forgets the pool's cached (unreferenced) blocks: a cold start for a
+  // measurement (KvBlockPool::forget_cached).
+  void forget_cached_kv();
 
  private:
   Engine() = default;

@@ -126,6 +126,15 @@ Result<int32_t> KvBlockPool::make_writable(int32_t id) {
   return fresh;
 }
 
+void KvBlockPool::forget_cached() {
+  for (int32_t id = free_head_; id >= 0; id = meta_[static_cast<size_t>(id)].next) {
+    Meta& m = meta_[static_cast<size_t>(id)];
+    if (m.key != 0) m.key = 0;
+  }
+  // The list order (keyless first) no longer matters: every free block is keyless.
+  n_cached_ = 0;
+}
+
 // ---- KvBlockTable ------------------------------------------------------------------------
 
 KvBlockTable::KvBlockTable(KvBlockPool& pool, int64_t n_ctx)
@@ -206,6 +215,26 @@ int64_t KvBlockTable::adopt_cached_prefix(uint64_t seed, std::span<const int32_t
     ids_.push_back(id);
   }
   return n_blocks() * bp;
+}
+
+Status KvBlockTable::append_block(uint64_t key, const std::function<Status(uint8_t*)>& fill) {
+  if (n_blocks() >= max_blocks_) {
+    return Status(StatusCode::kOutOfRange,
+                  fmt::format("KV block {} is past the sequence's {} blocks", n_blocks(), max_blocks_));
+  }
+  if (const int32_t hit = pool_.find_cached(key); hit >= 0) {
+    ids_.push_back(hit);
+    return Status::Ok();
+  }
+  LAYA_ASSIGN_OR_RETURN(int32_t id, pool_.allocate());
+  Status st = fill(pool_.memory() + static_cast<size_t>(id) * pool_.layout().block_bytes());
+  if (!st.ok()) {
+    pool_.release(id);  // keyless: back to the front of the free list
+    return st;
+  }
+  pool_.set_key(id, key);
+  ids_.push_back(id);
+  return Status::Ok();
 }
 
 }  // namespace laya

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -65,6 +66,12 @@ class KvBlockPool {
   // Copy on write: `id` itself when only the caller holds it, else a fresh
   // copy (the caller's reference moves to it). kOutOfMemory when no block is free.
   Result<int32_t> make_writable(int32_t id);
+
+  // Forgets every cached (unreferenced, keyed) block: they become plain free
+  // blocks, so nothing computed before is found again. For a measurement
+  // that must start cold (bench-sessions' recompute figure) and for callers
+  // that want the memory's contents gone. Blocks in use are untouched.
+  void forget_cached();
 
  private:
   KvBlockPool(std::shared_ptr<Backend> be, const KvLayout& layout, size_t budget, Buffer buf, int64_t n_blocks);
@@ -120,6 +127,12 @@ class KvBlockTable {
   // Adopts cached blocks that hold a prefix of `tokens`: returns the
   // positions now held (a multiple of block_pos), 0 when none. The table must be empty.
   int64_t adopt_cached_prefix(uint64_t seed, std::span<const int32_t> tokens);
+  // Appends one block for the positions after the table's last one: the
+  // resident block keyed `key` when there is one (shared, no copy: key 0
+  // never matches), else a fresh block filled by `fill(block memory)` and
+  // keyed `key`. Used to restore a saved sequence (session_store).
+  // kOutOfMemory when no block is free; kOutOfRange past n_ctx.
+  Status append_block(uint64_t key, const std::function<Status(uint8_t*)>& fill);
 
   // Content key of the block ending at `end` given the previous block's key.
   static uint64_t chain_key(uint64_t prev, std::span<const int32_t> block_tokens);

@@ -90,6 +90,21 @@ void write_metadata(const ModelPreset& p, MkType type, const VocabMeta& vocab, g
   if (vocab.eos >= 0) w.set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(vocab.eos));
   if (vocab.pad >= 0) w.set_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(vocab.pad));
   w.set_bool("tokenizer.ggml.add_bos_token", vocab.add_bos);
+  // The chat template of the model family whose tokenizer this is (short
+  // forms of Qwen's ChatML and Llama 3's), so chat servers treat the file as
+  // they would the real model.
+  auto has = [&](std::string_view t) { return std::find(vocab.tokens.begin(), vocab.tokens.end(), t) != vocab.tokens.end(); };
+  if (has("<|im_start|>") && has("<|im_end|>")) {
+    w.set_string("tokenizer.chat_template",
+                 "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+                 "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+                 "{% endif %}");
+  } else if (has("<|start_header_id|>") && has("<|eot_id|>")) {
+    w.set_string("tokenizer.chat_template",
+                 "{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + "
+                 "'<|end_header_id|>\\n\\n' + message['content'] + '<|eot_id|>' }}{% endfor %}{% if "
+                 "add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}");
+  }
 }
 
 // Streams one tensor's random rows, quantized, in batches of ~32 MB split

@@ -76,6 +76,11 @@ const std::vector<ModelPreset>& model_presets() {
       q.arch = "qwen2", q.qkv_bias = true, q.n_embd = 160, q.n_head = 5, q.n_head_kv = 1, q.head_dim = 32, q.n_ff = 288;
       q.rms_eps = 1e-6f;
       v.push_back(q);
+      // The same with Qwen's whole vocabulary (and so its chat template): chat serving tests.
+      ModelPreset qc = q;
+      qc.name = "test-tiny-qwen2-chat";
+      qc.n_vocab = 151936, qc.tokenizer = "qwen3";
+      v.push_back(qc);
       ModelPreset r = p;
       r.name = "test-tiny-qwen3";
       r.arch = "qwen3", r.qk_norm = true, r.head_dim = 128, r.n_head = 4, r.n_head_kv = 2, r.rms_eps = 1e-6f;

@@ -196,6 +196,53 @@ class Session {
   // The tokens whose K/V the session's sequence holds.
   const std::vector<int32_t>& cached_tokens() const { return seq_->tokens(); }
 
+  // ---- persistence and residency (session_store.h, bench-sessions) ----
+  // What a session needs to resume exactly where it was, apart from the K/V
+  // bytes of its sequence (saved from kv_blocks(), one block per
+  // block_pos tokens of `tokens`).
+  struct SavedState {
+    std::string text;
+    size_t cursor_cp = 0;
+    size_t window_cp = 0;
+    bool window_dirty = true;      // the window is chosen again at the next suggest
+    std::vector<int32_t> tokens;   // the sequence's tokens (cached_tokens())
+    // The logits at the end of the last prefilled prompt (n_vocab floats, or
+    // empty) and that prompt's length: the next suggest at the same prompt
+    // starts from them instead of recomputing its last token.
+    std::vector<float> prompt_logits;
+    int64_t prompt_logits_at = -1;
+    // The last greedy generation (see reuse_chain()): typing through it
+    // after a restore is free, as it would have been before.
+    std::vector<int32_t> chain;
+    size_t chain_start = 0;
+    std::string chain_heal;
+  };
+  // A copy of the state (not while a suggest runs on another thread).
+  SavedState saved_state() const;
+  // Restores a session that has not been used yet (kInvalidArgument
+  // otherwise, or for a state that does not fit: invalid UTF-8, a cursor or
+  // window past the text, an id outside the vocabulary, logits of the wrong
+  // size). The text, cursor and window always come back. With kv_src (block
+  // b's bytes, see Engine::restore_sequence) the sequence, logits and chain
+  // come back too, so the next suggest computes nothing it had not to
+  // before; when the pool cannot take the blocks (kOutOfMemory) the session
+  // stays restored from its text only (it recomputes at its next suggest)
+  // and *kv_note (when given) says why.
+  Status restore(const SavedState& st, const std::function<const uint8_t*(int64_t block)>& kv_src,
+                 std::string* kv_note = nullptr);
+  // The KV blocks the session's sequence holds (shared ones included).
+  const KvBlockTable& kv_blocks() const { return seq_->blocks(); }
+  Engine& engine() const { return eng_; }
+  const tok::Tokenizer& tokenizer() const { return tok_; }
+  // The logits at the end of the last prefilled prompt (n_vocab floats), or
+  // nullptr: what replay --verify and the restart check compare.
+  const float* prompt_logits() const { return saved_at_ >= 0 ? saved_logits_.data() : nullptr; }
+  // Gives the sequence's blocks back to the pool: the full ones stay cached
+  // under their content keys (evictable, least recently used first), so the
+  // next suggest adopts those still resident and recomputes only the rest.
+  // For an editor (or bench-sessions) keeping many documents under one KV budget.
+  Status release_kv();
+
  private:
   Status edit_locked(size_t pos_cp, size_t n_deleted_cp, std::string_view inserted);
   size_t byte_of(size_t cp) const;

@@ -21,6 +21,9 @@ int cmd_replay(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_detokenize(int argc, char** argv);
 int cmd_mkmodel(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
+int cmd_type(int argc, char** argv);
+int cmd_bench_sessions(int argc, char** argv);
 int cmd_lsp(int argc, char** argv);
 const Command kCommands[] = {
     {"info", "show a model's architecture, size, types and memory needs", cmd_info},
@@ -28,9 +31,12 @@ const Command kCommands[] = {
     {"complete", "continue a prompt, streaming the text", cmd_complete},
     {"bench", "prefill/decode speed, decode latency percentiles, bandwidth, RSS", cmd_bench},
     {"bench-typing", "keystroke savings of greedy suggestions on typing traces", cmd_bench_typing},
+    {"bench-sessions", "many documents on one engine: switch latency, shared KV, save and load", cmd_bench_sessions},
     {"replay", "play typing traces on a session: suggestion latency, reuse, free keystrokes", cmd_replay},
     {"tokenize", "text → token ids (JSON); --batch for JSON lines on stdin", cmd_tokenize},
     {"detokenize", "token ids → text", cmd_detokenize},
+    {"serve", "HTTP server: /infill for llama.vim / llama.vscode, OpenAI /v1/completions, /metrics", cmd_serve},
+    {"type", "a terminal editor with the suggestion as ghost text (Tab accepts)", cmd_type},
     {"mkmodel", "write a random-weight GGUF with the shapes of a real model", cmd_mkmodel},
     {"lsp", "language server over stdio: LSP inline completions (ghost text)", cmd_lsp},
     {"version", "print the version", cmd_version},

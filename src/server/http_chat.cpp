@@ -1,0 +1,88 @@
+// /v1/chat/completions (OpenAI) for models whose chat template laya knows
+// (chat.h); anything else is a 400 that names the template.
+#include <ctime>
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "server/chat.h"
+#include "server/http_server.h"
+
+namespace laya::server {
+
+using nlohmann::json;
+
+namespace {
+
+json chat_chunk(const std::string& id, const std::string& model, json delta, const char* finish) {
+  return {{"id", id},
+          {"object", "chat.completion.chunk"},
+          {"created", static_cast<int64_t>(std::time(nullptr))},
+          {"model", model},
+          {"choices", json::array({{{"index", 0}, {"delta", std::move(delta)},
+                                    {"finish_reason", finish ? json(finish) : json(nullptr)}}})}};
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace
+
+void HttpServer::chat(const httplib::Request& req, httplib::Response& res) {
+  const char* ep = "/v1/chat/completions";
+  const ChatTemplate t = detect_chat_template(opt_.chat_template);
+  if (t != ChatTemplate::kChatMl && t != ChatTemplate::kLlama3) {
+    const std::string head = opt_.chat_template.substr(0, 60);
+    return error(res, 400,
+                 t == ChatTemplate::kNone
+                     ? fmt::format("model {} has no chat template (tokenizer.chat_template): /v1/chat/completions "
+                                   "is not served for it; use /v1/completions or /infill", opt_.model_id)
+                     : fmt::format("model {} has a chat template laya does not know (it knows ChatML and Llama 3): "
+                                   "\"{}...\"", opt_.model_id, head),
+                 ep);
+  }
+  auto pr = parse_chat(req.body, opt_.limits);
+  if (!pr.ok()) return error(res, 400, pr.status().message(), ep);
+  auto q = std::make_shared<ChatRequest>(std::move(pr).value());
+  const std::string id = fmt::format("chatcmpl-laya-{}", next_id_.fetch_add(1));
+  auto code_of = [](const Status& st) {
+    return st.code() == StatusCode::kInvalidArgument || st.code() == StatusCode::kUnsupported ? 400 : 500;
+  };
+  if (!q->stream) {
+    auto r = run_chat(sessions_.engine(), sessions_.tokenizer(), t, *q, {});
+    if (!r.ok()) return error(res, code_of(r.status()), r.status().message(), ep);
+    json j = {{"id", id},
+              {"object", "chat.completion"},
+              {"created", static_cast<int64_t>(std::time(nullptr))},
+              {"model", opt_.model_id},
+              {"choices", json::array({{{"index", 0},
+                                        {"message", {{"role", "assistant"}, {"content", r->text}}},
+                                        {"finish_reason", r->finish_reason}}})},
+              {"usage", {{"prompt_tokens", r->prompt_tokens}, {"completion_tokens", r->completion_tokens},
+                         {"total_tokens", r->prompt_tokens + r->completion_tokens}}}};
+    return ok_json(res, dump(j), ep);
+  }
+  metrics_.request(ep, 200);
+  res.set_chunked_content_provider("text/event-stream", [this, q, id, t](size_t, httplib::DataSink& sink) {
+    auto send = [&](const json& j) {
+      const std::string line = "data: " + dump(j) + "\n\n";
+      return sink.is_writable() && sink.write(line.data(), line.size());
+    };
+    send(chat_chunk(id, opt_.model_id, {{"role", "assistant"}, {"content", ""}}, nullptr));
+    auto emit = [&](std::string_view text) {
+      return send(chat_chunk(id, opt_.model_id, {{"content", std::string(text)}}, nullptr));
+    };
+    auto r = run_chat(sessions_.engine(), sessions_.tokenizer(), t, *q, emit);
+    if (!r.ok()) {
+      send(json{{"error", {{"code", 400}, {"message", r.status().message()}, {"type", "invalid_request_error"}}}});
+    } else {
+      send(chat_chunk(id, opt_.model_id, json::object(), r->finish_reason));
+    }
+    static constexpr std::string_view kDone = "data: [DONE]\n\n";
+    if (sink.is_writable()) sink.write(kDone.data(), kDone.size());
+    sink.done();
+    return true;
+  });
+}
+
+}  // namespace laya::server

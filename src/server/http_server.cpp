@@ -1,0 +1,201 @@
+#include "server/http_server.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "core/utf8.h"
+
+namespace laya::server {
+
+using nlohmann::json;
+
+namespace {
+
+// Equal strings in time that depends only on their lengths, so the key cannot
+// be found a byte at a time by timing the 401s.
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+const char* error_type(int code) {
+  switch (code) {
+    case 401: return "authentication_error";
+    case 404: return "not_found_error";
+    case 413: return "invalid_request_error";
+    case 409: return "cancelled";
+    case 500: return "server_error";
+    case 501: return "not_supported_error";
+    case 503: return "unavailable_error";
+    default: return "invalid_request_error";
+  }
+}
+
+}  // namespace
+
+HttpServer::HttpServer(ServerSessions& sessions, const HttpOptions& opt)
+    : sessions_(sessions), opt_(opt), svr_(std::make_unique<httplib::Server>()) {
+  const int threads = std::max(1, opt_.http_threads);
+  svr_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  svr_->set_payload_max_length(opt_.limits.max_body_bytes);
+  svr_->set_read_timeout(opt_.read_timeout_s, 0);
+  svr_->set_write_timeout(opt_.write_timeout_s, 0);
+  svr_->set_keep_alive_timeout(5);
+  // Without TCP_NODELAY a response written in two parts (headers, body) waits
+  // for the client's delayed ACK: 40 ms per request on Linux loopback
+  // (measured: /infill p50 44 ms client side vs 2.3 ms in the server).
+  svr_->set_tcp_nodelay(true);
+  routes();
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+Status HttpServer::bind() {
+  if (opt_.port == 0) {
+    port_ = svr_->bind_to_any_port(opt_.host);
+  } else {
+    port_ = svr_->bind_to_port(opt_.host, opt_.port) ? opt_.port : -1;
+  }
+  if (port_ < 0)
+    return Status(StatusCode::kIo, fmt::format("cannot listen on {}:{} ({}; is another server on that port, or "
+                                               "is the host not an address of this machine?)",
+                                               opt_.host, opt_.port, std::strerror(errno)));
+  return Status::Ok();
+}
+
+Status HttpServer::run() {
+  if (!svr_->listen_after_bind())
+    return Status(StatusCode::kIo, fmt::format("the listener on {}:{} stopped with an error", opt_.host, port_));
+  return Status::Ok();
+}
+
+void HttpServer::stop() {
+  if (svr_ && svr_->is_running()) svr_->stop();
+}
+
+bool HttpServer::authorized(const httplib::Request& req) const {
+  if (opt_.api_key.empty()) return true;
+  const std::string h = req.get_header_value("Authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (h.size() >= kBearer.size() && std::string_view(h).substr(0, kBearer.size()) == kBearer)
+    return constant_time_equal(std::string_view(h).substr(kBearer.size()), opt_.api_key);
+  // OpenAI-style clients send Bearer; some proxies use X-Api-Key.
+  const std::string x = req.get_header_value("X-Api-Key");
+  return !x.empty() && constant_time_equal(x, opt_.api_key);
+}
+
+void HttpServer::error(httplib::Response& res, int code, const std::string& msg, const char* endpoint) {
+  res.status = code;
+  res.set_content(json{{"error", {{"code", code}, {"message", msg}, {"type", error_type(code)}}}}.dump(),
+                  "application/json");
+  metrics_.request(endpoint, code);
+}
+
+void HttpServer::ok_json(httplib::Response& res, const std::string& body, const char* endpoint) {
+  res.status = 200;
+  res.set_content(body, "application/json");
+  metrics_.request(endpoint, 200);
+}
+
+SessionGauges HttpServer::gauges() const {
+  const ServerSessionStats s = sessions_.stats();
+  SessionGauges g;
+  g.resident = s.resident;
+  g.created = s.created;
+  g.evicted = s.evicted;
+  g.superseded = s.superseded;
+  g.routed_existing = s.routed_existing;
+  return g;
+}
+
+void HttpServer::routes() {
+  svr_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (req.path == "/health" || authorized(req)) return httplib::Server::HandlerResponse::Unhandled;
+    error(res, 401, "missing or wrong API key (send \"Authorization: Bearer KEY\")", "auth");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  svr_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+    // Statuses httplib sets itself: 404 (no route), 413 (body past the limit), 400 (bad framing).
+    if (!res.body.empty()) return;
+    std::string msg = res.status == 404   ? fmt::format("no endpoint {} {}", req.method, req.path)
+                      : res.status == 413 ? fmt::format("request body past the limit of {} bytes",
+                                                        opt_.limits.max_body_bytes)
+                                          : fmt::format("HTTP {}", res.status);
+    error(res, res.status, msg, "error");
+  });
+  svr_->set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    error(res, 500, "internal error: " + what, "exception");
+  });
+  svr_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    ok_json(res, R"({"status":"ok"})", "/health");
+  });
+  svr_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_.render(gauges()), "text/plain; version=0.0.4");
+    metrics_.request("/metrics", 200);
+  });
+  svr_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    json m = {{"id", opt_.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "laya"}};
+    ok_json(res, json{{"object", "list"}, {"data", json::array({m})}}.dump(), "/v1/models");
+  });
+  svr_->Post("/infill", [this](const httplib::Request& q, httplib::Response& r) { infill(q, r); });
+  svr_->Post("/v1/completions", [this](const httplib::Request& q, httplib::Response& r) { completions(q, r); });
+  svr_->Post("/completions", [this](const httplib::Request& q, httplib::Response& r) { completions(q, r); });
+  svr_->Post("/tokenize", [this](const httplib::Request& q, httplib::Response& r) { tokenize(q, r); });
+  svr_->Post("/detokenize", [this](const httplib::Request& q, httplib::Response& r) { detokenize(q, r); });
+  svr_->Post("/v1/chat/completions", [this](const httplib::Request& q, httplib::Response& r) { chat(q, r); });
+}
+
+void HttpServer::tokenize(const httplib::Request& req, httplib::Response& res) {
+  auto r = parse_tokenize(req.body, opt_.limits);
+  if (!r.ok()) return error(res, 400, r.status().message(), "/tokenize");
+  tok::EncodeOptions eo;
+  eo.parse_special = r->parse_special;
+  eo.add_bos = r->add_special;
+  auto ids = sessions_.tokenizer().encode(r->content, eo);
+  if (!ids.ok()) return error(res, 400, ids.status().message(), "/tokenize");
+  json tokens = json::array();
+  for (int32_t id : *ids) {
+    if (!r->with_pieces) {
+      tokens.push_back(id);
+      continue;
+    }
+    const std::string& b = sessions_.tokenizer().token_bytes(id);
+    size_t n = 0, bad = 0;
+    // llama.cpp: the piece as a string when it is valid UTF-8, else its bytes.
+    if (utf8::count(b, &n, &bad)) {
+      tokens.push_back({{"id", id}, {"piece", b}});
+    } else {
+      json bytes = json::array();
+      for (unsigned char c : b) bytes.push_back(c);
+      tokens.push_back({{"id", id}, {"piece", bytes}});
+    }
+  }
+  ok_json(res, json{{"tokens", tokens}}.dump(), "/tokenize");
+}
+
+void HttpServer::detokenize(const httplib::Request& req, httplib::Response& res) {
+  auto r = parse_detokenize(req.body, opt_.limits, sessions_.tokenizer().n_vocab());
+  if (!r.ok()) return error(res, 400, r.status().message(), "/detokenize");
+  std::string text = sessions_.tokenizer().decode(r->tokens);
+  // JSON strings hold valid UTF-8 only: a cut character becomes U+FFFD.
+  ok_json(res, json{{"content", text}}.dump(-1, ' ', false, json::error_handler_t::replace), "/detokenize");
+}
+
+}  // namespace laya::server

@@ -1,0 +1,87 @@
+// laya serve: HTTP/1.1 (cpp-httplib, from Debian) over the session layer.
+//
+//   POST /infill                llama.cpp's fill-in-the-middle endpoint, so llama.vim and
+//                               llama.vscode work unchanged (see requests.h for the fields)
+//   POST /v1/completions        OpenAI completions (prompt + suffix = FIM), streamed as
+//                               server-sent events with "stream": true
+//   POST /v1/chat/completions   OpenAI chat, for ChatML and Llama 3 templates (chat.h)
+//   GET  /v1/models             the served model
+//   POST /tokenize, /detokenize llama.cpp's
+//   GET  /health                {"status": "ok"} (no API key needed: load balancers probe it)
+//   GET  /metrics               Prometheus text (metrics.h)
+//
+// Safe by default: loopback unless the host says otherwise; with an API key
+// every endpoint but /health needs "Authorization: Bearer KEY" (compared in
+// constant time); bodies past RequestLimits::max_body_bytes are refused (413)
+// before they are read; read/write timeouts end a stalled client; every
+// malformed request is a 400 naming the field (requests.h); errors use
+// OpenAI's / llama.cpp's shape {"error": {"code", "message", "type"}}.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "server/metrics.h"
+#include "server/requests.h"
+#include "server/server_sessions.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace laya::server {
+
+struct HttpOptions {
+  std::string host = "127.0.0.1";
+  int port = 8012;  // llama.vim's and llama.vscode's default endpoint; 0: any free port
+  std::string api_key;  // empty: none
+  int http_threads = 128;  // one per open connection (keep-alive holds its thread): 100 editors fit
+  int read_timeout_s = 30, write_timeout_s = 30;
+  int64_t default_predict = 32;  // tokens when a request gives no (or a negative) n_predict
+  RequestLimits limits;
+  std::string model_id;  // /v1/models' id and the "model" of responses
+  std::string chat_template;  // the GGUF's tokenizer.chat_template (chat.h says which laya serves)
+};
+
+class HttpServer {
+ public:
+  HttpServer(ServerSessions& sessions, const HttpOptions& opt);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds host:port (kIo naming both and the OS's reason when it cannot).
+  Status bind();
+  int port() const { return port_; }
+  // Serves until stop(); returns kIo if the listener failed.
+  Status run();
+  void stop();
+
+  const ServerMetrics& metrics() const { return metrics_; }
+
+ private:
+  void routes();
+  bool authorized(const httplib::Request& req) const;
+  void infill(const httplib::Request& req, httplib::Response& res);
+  void completions(const httplib::Request& req, httplib::Response& res);
+  void chat(const httplib::Request& req, httplib::Response& res);
+  void tokenize(const httplib::Request& req, httplib::Response& res);
+  void detokenize(const httplib::Request& req, httplib::Response& res);
+  void error(httplib::Response& res, int code, const std::string& msg, const char* endpoint) ;
+  void ok_json(httplib::Response& res, const std::string& body, const char* endpoint);
+  SessionGauges gauges() const;
+
+  ServerSessions& sessions_;
+  HttpOptions opt_;
+  std::unique_ptr<httplib::Server> svr_;
+  int port_ = -1;
+  ServerMetrics metrics_;
+  std::atomic<uint64_t> next_id_{1};
+};
+
+}  // namespace laya::server

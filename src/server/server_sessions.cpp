@@ -1,0 +1,184 @@
+#include "server/server_sessions.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/utf8.h"
+
+namespace laya::server {
+
+struct ServerSessions::Entry {
+  std::unique_ptr<Session> session;
+  std::optional<std::string> name;
+  std::string doc;  // the session's text (a copy, read by route() under mu_)
+  uint64_t last_used = 0;
+  size_t index = 0;
+  int in_flight = 0;                 // requests routed here and not finished (under mu_)
+  std::mutex turn;                   // one request at a time edits and suggests
+  std::atomic<uint64_t> latest{0};   // the newest request's ticket
+};
+
+size_t common_prefix_bytes(std::string_view a, std::string_view b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  // Back to a character boundary: both strings agree on the bytes before i,
+  // so a continuation byte at a[i] (or b[i]) means i is inside a character.
+  while (i > 0 && ((i < a.size() && utf8::is_continuation(static_cast<unsigned char>(a[i]))) ||
+                   (i < b.size() && utf8::is_continuation(static_cast<unsigned char>(b[i])))))
+    --i;
+  return i;
+}
+
+size_t common_suffix_bytes(std::string_view a, std::string_view b, size_t prefix) {
+  const size_t n = std::min(a.size(), b.size()) - std::min({prefix, a.size(), b.size()});
+  size_t k = 0;
+  while (k < n && a[a.size() - 1 - k] == b[b.size() - 1 - k]) ++k;
+  // The suffix must start on a lead byte in both.
+  while (k > 0 && utf8::is_continuation(static_cast<unsigned char>(a[a.size() - k]))) --k;
+  return k;
+}
+
+ServerSessions::ServerSessions(Engine& engine, const tok::Tokenizer& tokenizer, const Options& opt)
+    : eng_(engine), tok_(tokenizer), opt_(opt) {
+  opt_.max_sessions = std::max<size_t>(opt_.max_sessions, 1);
+}
+
+ServerSessions::~ServerSessions() = default;
+
+ServerSessionStats ServerSessions::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ServerSessionStats s = stats_;
+  s.resident = entries_.size();
+  return s;
+}
+
+void ServerSessions::evict_for_room() {
+  while (entries_.size() >= opt_.max_sessions) {
+    auto lru = entries_.end();
+    for (auto it = entries_.begin(); it != entries_.end(); ++it)
+      if ((*it)->in_flight == 0 && (lru == entries_.end() || (*it)->last_used < (*lru)->last_used)) lru = it;
+    if (lru == entries_.end()) return;  // every session has a request in flight: go over the cap for now
+    entries_.erase(lru);  // the Session is destroyed here: no request holds it
+    ++stats_.evicted;
+  }
+}
+
+std::shared_ptr<ServerSessions::Entry> ServerSessions::route(const std::optional<std::string>& name,
+                                                             std::string_view text, bool* created) {
+  *created = false;
+  std::shared_ptr<Entry> best;
+  if (name) {
+    for (auto& e : entries_)
+      if (e->name == name) best = e;
+  } else {
+    size_t best_share = 0;
+    for (auto& e : entries_) {
+      if (e->name) continue;
+      const size_t p = common_prefix_bytes(e->doc, text);
+      const size_t share = p + common_suffix_bytes(e->doc, text, p);
+      if (!best || share > best_share) best = e, best_share = share;
+    }
+    // Another document when under half of the request's text is shared
+    // (an empty text goes to any unnamed session: nothing to lose).
+    if (best && 2 * best_share < text.size()) best.reset();
+  }
+  if (!best) {
+    evict_for_room();
+    best = std::make_shared<Entry>();
+    best->session = std::make_unique<Session>(eng_, tok_, opt_.session);
+    best->name = name;
+    best->index = next_index_++;
+    entries_.push_back(best);
+    *created = true;
+    ++stats_.created;
+  } else {
+    ++stats_.routed_existing;
+  }
+  best->last_used = ++clock_;
+  ++best->in_flight;
+  ++stats_.requests;
+  return best;
+}
+
+Result<ServedSuggestion> ServerSessions::suggest(const std::optional<std::string>& name, std::string_view text,
+                                                 size_t cursor, const SuggestOptions& opt,
+                                                 const std::function<bool(std::string_view)>& on_piece) {
+  size_t n_cp = 0, bad = 0;
+  if (!utf8::count(text, &n_cp, &bad))
+    return Status(StatusCode::kInvalidArgument, fmt::format("the text is not valid UTF-8 (byte {})", bad));
+  if (cursor > text.size() ||
+      (cursor < text.size() && utf8::is_continuation(static_cast<unsigned char>(text[cursor]))))
+    return Status(StatusCode::kInvalidArgument, fmt::format("cursor byte {} is not on a character boundary", cursor));
+  std::shared_ptr<Entry> e;
+  bool created = false;
+  uint64_t ticket = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    e = route(name, text, &created);
+    ticket = ++e->latest;
+  }
+  // Always give the in-flight count back, however this request ends.
+  struct Release {
+    ServerSessions* self;
+    Entry* e;
+    ~Release() {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      --e->in_flight;
+    }
+  } release{this, e.get()};
+  e->session->cancel();  // the request running on this session (if any) is now stale
+  std::lock_guard<std::mutex> turn(e->turn);
+  ServedSuggestion out;
+  out.session_index = e->index;
+  out.new_session = created;
+  auto superseded = [&] {
+    out.superseded = true;
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.superseded;
+    return out;
+  };
+  if (e->latest.load() != ticket) return superseded();
+  Session& s = *e->session;
+  // Bring the session to `text`: one edit between the common prefix and
+  // suffix, anchored at the cursor. The suffix is taken first and never
+  // reaches before the cursor, so a typed character is an insert just before
+  // the cursor even when it equals the next one ("ab|b" + "b" is an insert at
+  // 2, not at 3): the edit the editor made, which keeps the session's FIM
+  // suffix and typing-through reuse intact.
+  const std::string& old = s.text();
+  const size_t k = common_suffix_bytes(old, text.substr(cursor), 0);
+  const size_t p = common_prefix_bytes(std::string_view(old).substr(0, old.size() - k), text.substr(0, text.size() - k));
+  if (old != text) {
+    size_t pos_cp = 0, del_cp = 0;
+    (void)utf8::count(text.substr(0, p), &pos_cp, nullptr);
+    (void)utf8::count(std::string_view(old).substr(p, old.size() - k - p), &del_cp, nullptr);
+    LAYA_TRY(s.edit(pos_cp, del_cp, text.substr(p, text.size() - k - p)));
+  }
+  size_t cursor_cp = 0;
+  (void)utf8::count(text.substr(0, cursor), &cursor_cp, nullptr);
+  if (s.cursor() != cursor_cp) LAYA_TRY(s.move(cursor_cp));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    e->doc.assign(text);
+  }
+  if (e->latest.load() != ticket) return superseded();
+  auto piece = [&](std::string_view pc) {
+    if (e->latest.load() != ticket) {
+      s.cancel();
+    } else if (on_piece && !on_piece(pc)) {
+      out.stopped = true;
+      s.cancel();
+    }
+  };
+  auto r = s.suggest(opt, piece);
+  if (!r.ok()) return r.status();
+  out.suggestion = std::move(r).value();
+  if (out.suggestion.cancelled && !out.stopped) return superseded();
+  out.tokens_cached = static_cast<int64_t>(s.cached_tokens().size());
+  out.truncated = s.window_start() > 0;
+  return out;
+}
+
+}  // namespace laya::server

@@ -1,0 +1,104 @@
+// The sessions of a server: which document a request is about, and one
+// suggestion for it on that document's Session.
+//
+// HTTP clients do not say which document they type in. llama.vim and
+// llama.vscode send the text around the cursor on every keystroke (and both
+// send "id_slot": 0 for every file, so the slot id cannot tell files apart:
+// routing by it would put every file in one session and recompute each file
+// on every switch). So a request goes to the resident session whose text it
+// shares the most with: the longest common prefix plus the longest common
+// suffix (an edit anywhere in a file keeps both; another file that starts
+// with the same licence header shares only the prefix). When the best share is
+// under half of the request's text it is another document: a new session, the
+// least recently used one without a request in flight making room when
+// --max-sessions are resident (its KV blocks stay cached in the pool, keyed by
+// content, until the pool needs them). A client may also name its session
+// ("session": "name"), which is then used for that name alone.
+//
+// The chosen session is brought to the request's text with one edit (the
+// bytes between the common prefix and suffix) and a cursor move, so the
+// session's incremental tokenizer and KV cache keep everything before the
+// edit, exactly as for a keystroke in the editor.
+//
+// Newest wins per session: a request on a session where another is running
+// cancels it (that one returns with `superseded`), then takes its turn; an
+// older request still waiting for its turn returns at once, superseded, with
+// no work. Requests on different sessions run side by side; their forward
+// passes take turns in the engine (one at a time, each a decode step or a
+// prefill chunk), so no client waits for another's whole suggestion.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/engine.h"
+#include "session/session.h"
+#include "tokenizer/tokenizer.h"
+
+namespace laya::server {
+
+struct ServedSuggestion {
+  Suggestion suggestion;
+  bool superseded = false;       // a newer request on the same session took over
+  bool stopped = false;          // on_piece asked to stop (a stop string, the client went away)
+  int64_t tokens_cached = 0;     // tokens the session's KV holds afterwards
+  bool truncated = false;        // the prompt's window starts after the document's start
+  size_t session_index = 0;      // stable id of the session (for "id_slot" in responses and /metrics)
+  bool new_session = false;      // this request made it
+};
+
+struct ServerSessionStats {
+  int64_t requests = 0, routed_existing = 0, created = 0, evicted = 0, superseded = 0;
+  size_t resident = 0;
+};
+
+class ServerSessions {
+ public:
+  struct Options {
+    SessionOptions session;
+    size_t max_sessions = 64;
+  };
+  ServerSessions(Engine& engine, const tok::Tokenizer& tokenizer, const Options& opt);
+  ~ServerSessions();
+
+  // One suggestion for `text` with the cursor at byte `cursor` (valid UTF-8,
+  // cursor on a character boundary; else kInvalidArgument). on_piece is
+  // called with each piece; returning false stops the suggestion (what exists
+  // is returned with `stopped`). `name`: a named session (see the top).
+  Result<ServedSuggestion> suggest(const std::optional<std::string>& name, std::string_view text, size_t cursor,
+                                   const SuggestOptions& opt,
+                                   const std::function<bool(std::string_view piece)>& on_piece = {});
+
+  ServerSessionStats stats() const;
+  const tok::Tokenizer& tokenizer() const { return tok_; }
+  Engine& engine() { return eng_; }
+
+ private:
+  struct Entry;
+  std::shared_ptr<Entry> route(const std::optional<std::string>& name, std::string_view text, bool* created);
+  void evict_for_room();
+
+  Engine& eng_;
+  const tok::Tokenizer& tok_;
+  Options opt_;
+  mutable std::mutex mu_;  // entries_, each entry's doc, the stats
+  std::vector<std::shared_ptr<Entry>> entries_;
+  uint64_t clock_ = 0;
+  size_t next_index_ = 0;
+  ServerSessionStats stats_;
+};
+
+// Bytes of the longest common prefix / suffix of a and b that end on UTF-8
+// character boundaries (the suffix never overlaps the prefix in either string).
+size_t common_prefix_bytes(std::string_view a, std::string_view b);
+size_t common_suffix_bytes(std::string_view a, std::string_view b, size_t prefix);
+
+}  // namespace laya::server

@@ -1,0 +1,81 @@
+// The latency report's SVG module (tools/laya/svg_plot.h): binning on log
+// axes, and charts checked by counting and measuring their elements.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "report_html.h"
+#include "svg_plot.h"
+
+namespace laya::cli::svg {
+namespace {
+
+int count(const std::string& s, const std::string& needle) {
+  int n = 0;
+  for (size_t p = s.find(needle); p != std::string::npos; p = s.find(needle, p + 1)) ++n;
+  return n;
+}
+
+TEST(SvgPlot, LogBinsAndCounts) {
+  const auto e = log_edges(0.1, 100, 3);
+  ASSERT_EQ(e.size(), 4u);
+  EXPECT_NEAR(e[0], 0.1, 1e-12);
+  EXPECT_NEAR(e[1], 1, 1e-12);
+  EXPECT_NEAR(e[2], 10, 1e-12);
+  EXPECT_NEAR(e[3], 100, 1e-9);
+  // Below the first edge to the first bin, above the last to the last.
+  const auto c = bin_counts({0.05, 0.5, 5, 9.99, 50, 500}, e);
+  EXPECT_EQ(c, (std::vector<int64_t>{2, 2, 2}));
+  double lo = 0, hi = 0;
+  log_range({{"a", {0.04, 3.0}, "red"}}, &lo, &hi);
+  EXPECT_DOUBLE_EQ(lo, 0.01);
+  EXPECT_DOUBLE_EQ(hi, 10);
+}
+
+TEST(SvgPlot, HistogramBarsAreShares) {
+  // All four values in one bin: one bar, as tall as the plot (share 100 %).
+  const std::string s = histogram({{"laya", {1.01, 1.02, 1.03, 1.04}, "#e00"}}, "ms");
+  EXPECT_EQ(count(s, "class=\"bin\""), 1);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(s, m, std::regex("class=\"bin\" x=\"[0-9.]+\" y=\"([0-9.]+)\" width=\"[0-9.]+\" height=\"([0-9.]+)\"")));
+  EXPECT_NEAR(std::stod(m[1]), 12.0, 0.05);            // the plot's top
+  EXPECT_NEAR(std::stod(m[2]), 260 - 46 - 12.0, 0.05);  // the plot's full height
+  // Two series: bars of both colours, and a legend entry each.
+  const std::string two = histogram({{"laya", {1, 2}, "#e00"}, {"peer", {30, 40}, "#00e"}}, "ms");
+  EXPECT_EQ(count(two, "fill=\"#e00\" fill-opacity"), 2);
+  EXPECT_EQ(count(two, "fill=\"#00e\" fill-opacity"), 2);
+  EXPECT_NE(two.find("peer (2 events)"), std::string::npos);
+}
+
+TEST(SvgPlot, CdfTimelineBarsAndEscaping) {
+  EXPECT_EQ(count(cdf({{"a", {1, 2, 3}, "#e00"}, {"b", {4}, "#00e"}}, "ms"), "<polyline"), 2);
+  const std::string t = timeline({"s", {1, 2, 3}, "#e00"}, {false, true, false}, "free", "ms");
+  EXPECT_EQ(count(t, "class=\"marks\""), 1);
+  EXPECT_EQ(count(t, "h1.5"), 3);
+  EXPECT_EQ(count(timeline({"s", {1, 2}, "#e00"}, {}, "free", "ms"), "class=\"marks\""), 0);
+  EXPECT_EQ(count(bars({{"a", 1}, {"b", 2}}, "ms"), "class=\"bar\""), 2);
+  EXPECT_EQ(escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+  EXPECT_NE(histogram({{"<script>", {1}, "#e00"}}, "ms").find("&lt;script&gt;"), std::string::npos);
+}
+
+TEST(ReportHtml, SelfContainedWithEverySection) {
+  ReportInput in;
+  in.model = "m.gguf";
+  in.command = "laya replay --html r.html";
+  in.machine = "test";
+  ReportTrace a{"a", {1, 2, 3}, {0.5, 0.5, 0.5}, {0, 1, 2}, {false, true, false}, {0.1, 0.1, 0.1}, {0.2, 0.2, 0.2},
+                {1, 1, 1}, {40, 50}};
+  ReportTrace b = a;
+  b.name = "b";
+  in.traces = {a, b};
+  const std::string h = report_html(in);
+  EXPECT_EQ(count(h, "<section>"), 3);  // all traces, a, b
+  EXPECT_EQ(count(h, "<svg"), 3 * 5);
+  EXPECT_EQ(h.find("<script"), std::string::npos);
+  EXPECT_EQ(h.find("http://"), h.find("http://www.w3.org/2000/svg"));  // nothing fetched
+  EXPECT_NE(h.find("llama-server"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace laya::cli::svg

@@ -1,0 +1,109 @@
+// laya serve: the HTTP server (src/server/http_server.h) on one engine and its
+// sessions. Loopback by default; prints "laya serve: listening on
+// http://HOST:PORT" on stderr once it accepts connections; SIGINT/SIGTERM stop
+// it cleanly.
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli_parse.h"
+#include "cli_util.h"
+#include "commands.h"
+#include "format/gguf.h"
+#include "server/http_server.h"
+#include "server/server_sessions.h"
+
+namespace laya::cli {
+namespace {
+
+std::atomic<server::HttpServer*> g_server{nullptr};
+
+void on_signal(int) {
+  // stop() only sets flags and shuts the listening socket down: safe enough
+  // here, and the process exits through run()'s return, not from the handler.
+  if (server::HttpServer* s = g_server.load()) s->stop();
+}
+
+std::string base_name(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+int cmd_serve(int argc, char** argv) {
+  CLI::App app{"HTTP server: llama.cpp's /infill (llama.vim, llama.vscode), OpenAI /v1/completions, /metrics",
+               "laya serve"};
+  server::HttpOptions ho;
+  int64_t max_sessions = 64;
+  int64_t max_ctx = 2048;
+  std::string fim = "psm";
+  bool no_heal = false;
+  app.add_option("--host", ho.host, "address to listen on (default 127.0.0.1: this machine only)");
+  app.add_option("--port", ho.port, "port (default 8012, llama.vim's and llama.vscode's; 0: any free port)")
+      ->transform(int_in(0, 65535));
+  app.add_option("--api-key", ho.api_key, "require \"Authorization: Bearer KEY\" on every endpoint but /health");
+  app.add_option("--max-sessions", max_sessions, "documents kept warm (each its own session and KV)")
+      ->transform(int_in(1, 100000));
+  app.add_option("--n-predict", ho.default_predict, "tokens per suggestion when a request gives none")
+      ->transform(int_in(1, 1024));
+  app.add_option("--max-ctx", max_ctx, "context cap in tokens (and the model's own)")->transform(int_in(64, 1 << 20));
+  app.add_option("--http-threads", ho.http_threads, "connections served at once (each keeps its thread while open)")
+      ->transform(int_in(1, 4096));
+  app.add_option("--fim", fim, "fill-in-the-middle prompt order where the model has FIM tokens: psm, spm or off")
+      ->check(CLI::IsMember({"psm", "spm", "off"}));
+  app.add_flag("--no-heal", no_heal, "no token healing");
+  EngineFlags flags;
+  flags.add_to(app, true);
+  if (auto rc = parse_args(app, argc, argv, "serve")) return *rc;
+  if (ho.api_key.empty() && ho.host != "127.0.0.1" && ho.host != "localhost" && ho.host != "::1")
+    warn("serve", fmt::format("listening on {} without --api-key: anyone who can reach this address can use the model",
+                              ho.host));
+  auto m = flags.load_model();
+  if (!m.ok()) return report_error("serve", m.status());
+  std::shared_ptr<const Model> model = std::move(m).value();
+  auto tr = flags.load_tokenizer(*model);
+  if (!tr.ok()) return report_error("serve", tr.status());
+  std::unique_ptr<tok::Tokenizer> tk = std::move(tr).value();
+  // KV for every resident session to hold a full context, unless --kv-budget
+  // says otherwise: sessions then never fail for want of a block, and what a
+  // dropped session leaves behind stays cached until the room is needed.
+  const HParams& hp = model->hparams();
+  const int64_t n_ctx = std::min<int64_t>(hp.n_ctx_train > 0 ? hp.n_ctx_train : 2048, max_ctx);
+  const double per_token = 2.0 * static_cast<double>(hp.n_layer * hp.kv_dim()) *
+                           (flags.kv == "f16" ? 2.0 : flags.kv == "q8_0" ? 34.0 / 32.0 : 4.0);
+  if (flags.kv_budget_mb <= 0)
+    flags.kv_budget_mb = std::max(16.0, static_cast<double>(max_sessions) * static_cast<double>(n_ctx) * per_token / 1e6);
+  auto e = flags.make_typing_engine(model, max_ctx, "serve", app.count("--max-ctx") > 0);
+  if (!e.ok()) return report_error("serve", e.status());
+  warn("serve", (*e)->memory_lock_note());
+  server::ServerSessions::Options so;
+  so.max_sessions = static_cast<size_t>(max_sessions);
+  so.session.heal = !no_heal;
+  so.session.fim = fim == "spm" ? FimOrder::kSpm : fim == "off" ? FimOrder::kOff : FimOrder::kPsm;
+  server::ServerSessions sessions(**e, *tk, so);
+  ho.model_id = base_name(flags.model_path);
+  if (model->gguf_file())
+    if (auto ct = model->gguf_file()->get_string("tokenizer.chat_template"); ct.ok()) ho.chat_template = *ct;
+  server::HttpServer srv(sessions, ho);
+  if (Status st = srv.bind(); !st.ok()) return report_error("serve", st);
+  g_server.store(&srv);
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::fprintf(stderr, "laya serve: %s, %lld sessions × %lld tokens (KV budget %.0f MB); listening on http://%s:%d\n",
+               ho.model_id.c_str(), static_cast<long long>(max_sessions), static_cast<long long>(n_ctx),
+               flags.kv_budget_mb, ho.host.c_str(), srv.port());
+  std::fflush(stderr);
+  Status st = srv.run();
+  g_server.store(nullptr);
+  if (!st.ok()) return report_error("serve", st);
+  std::fprintf(stderr, "laya serve: stopped\n");
+  return 0;
+}
+
+}  // namespace laya::cli
