@@ -297,6 +297,7 @@ Status LspServer::did_close(const json& params) {
 }
 
 void LspServer::free_session(Document& d) {
+  d.holds_kv = false;
   if (!d.session) return;
   sched_.forget(*d.session);  // its request ends (an empty list) and the worker lets go of it
   d.session.reset();
@@ -304,18 +305,28 @@ void LspServer::free_session(Document& d) {
 
 Status LspServer::ensure_session(Document& d) {
   d.last_used = ++use_clock_;
-  if (d.session) return Status::Ok();
-  int live = 0;
+  if (!d.session) {
+    auto s = std::make_unique<Session>(eng_, tok_, opt_.session);
+    LAYA_TRY(s->set_text(d.text));
+    d.session = std::move(s);
+  }
+  if (d.holds_kv) return Status::Ok();
+  // This document's suggestion will take KV blocks: past the cap, the least
+  // recently completed document gives its blocks back. They stay cached in
+  // the pool, so switching back to it recomputes only what was evicted since.
+  int holding = 0;
   Document* lru = nullptr;
   for (auto& [uri, o] : docs_) {
-    if (!o->session) continue;
-    ++live;
+    if (!o->holds_kv) continue;
+    ++holding;
     if (!lru || o->last_used < lru->last_used) lru = o.get();
   }
-  if (live >= opt_.max_sessions && lru) free_session(*lru);  // its KV goes back to the pool
-  auto s = std::make_unique<Session>(eng_, tok_, opt_.session);
-  LAYA_TRY(s->set_text(d.text));
-  d.session = std::move(s);
+  if (holding >= opt_.max_sessions && lru) {
+    sched_.cancel_session(*lru->session);  // its request in flight ends (an empty list)
+    if (Status st = lru->session->release_kv(); !st.ok()) free_session(*lru);  // made again from the text
+    lru->holds_kv = false;
+  }
+  d.holds_kv = true;
   return Status::Ok();
 }
 

@@ -60,9 +60,11 @@ struct LspOptions {
   int max_tokens = 8;       // per suggestion (SuggestOptions::max_tokens)
   bool multi_line = false;  // multi-line suggestions where the rest of the cursor's line is blank
   SessionOptions session;
-  // Live sessions at most (each holds KV memory while it lives); the least
-  // recently completed document's session is freed beyond it and made again
-  // from the text when needed. 0: as many full contexts as the KV pool holds.
+  // Documents whose sessions hold KV at most: beyond it the least recently
+  // completed document's session gives its blocks back (Session::release_kv:
+  // they stay cached in the pool, and what is still there when the document
+  // is used again is adopted, not recomputed). 0: as many full contexts as
+  // the KV pool holds.
   int max_sessions = 0;
   // One log line per completion: the time from the request to the reply,
   // and the suggestion's own (to tell the server's overhead from the model's).
@@ -102,7 +104,8 @@ class LspServer {
     int64_t version = 0;
     std::unique_ptr<Session> session;  // made at the first completion request
     LineStart line_cache;               // a known line start near the cursor: scans start there
-    uint64_t last_used = 0;             // for freeing the least recently used session
+    bool holds_kv = false;              // its session may hold KV blocks (it was asked for a suggestion)
+    uint64_t last_used = 0;             // for releasing the least recently used document's KV
     double edit_ms = 0;                 // Session::edit time since the last completion request (--timings)
   };
   struct InFlight {
