@@ -21,12 +21,12 @@ JOBS="${JOBS:-$(nproc)}"
 cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja \
   -DCMAKE_CXX_COMPILER="$CXX_FUZZ" -DCMAKE_C_COMPILER="$CC_FUZZ" \
   -DLAYA_FUZZ=ON -DLAYA_BUILD_TESTS=OFF -DLAYA_BUILD_BENCH=OFF >/dev/null
-ninja -C "$BUILD_DIR" -j "$JOBS" gguf_fuzz safetensors_fuzz tokenizer_json_fuzz cli_numbers_fuzz trace_fuzz server_request_fuzz
+ninja -C "$BUILD_DIR" -j "$JOBS" gguf_fuzz safetensors_fuzz tokenizer_json_fuzz cli_numbers_fuzz trace_fuzz server_request_fuzz lsp_frame_fuzz
 
 ART="$BUILD_DIR/fuzz-artifacts"
 mkdir -p "$ART"
 status=0
-for target in ${FUZZ_TARGETS:-gguf safetensors tokenizer_json cli_numbers trace server_request}; do
+for target in ${FUZZ_TARGETS:-gguf safetensors tokenizer_json cli_numbers trace server_request lsp_frame}; do
   # New inputs go to a scratch corpus; the committed seeds are read only.
   work="$BUILD_DIR/fuzz-corpus/$target"
   mkdir -p "$work"

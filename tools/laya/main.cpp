@@ -24,6 +24,7 @@ int cmd_mkmodel(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_type(int argc, char** argv);
 int cmd_bench_sessions(int argc, char** argv);
+int cmd_lsp(int argc, char** argv);
 const Command kCommands[] = {
     {"info", "show a model's architecture, size, types and memory needs", cmd_info},
     {"logits", "write the logits of a token sequence to .npy", cmd_logits},
@@ -37,6 +38,7 @@ const Command kCommands[] = {
     {"serve", "HTTP server: /infill for llama.vim / llama.vscode, OpenAI /v1/completions, /metrics", cmd_serve},
     {"type", "a terminal editor with the suggestion as ghost text (Tab accepts)", cmd_type},
     {"mkmodel", "write a random-weight GGUF with the shapes of a real model", cmd_mkmodel},
+    {"lsp", "language server over stdio: LSP inline completions (ghost text)", cmd_lsp},
     {"version", "print the version", cmd_version},
 };
 const int kNumCommands = sizeof(kCommands) / sizeof(kCommands[0]);
