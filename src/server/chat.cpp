@@ -134,7 +134,9 @@ Result<ChatResult> run_chat(Engine& eng, const tok::Tokenizer& tok, ChatTemplate
     }
     if (i + 1 < max_new) LAYA_TRY(eng.decode(*seq, next));
   }
-  acc.resize(acc.size() - utf8::incomplete_tail(acc));
+  // An incomplete character at the end (the last token cut it) is left out.
+  const size_t tail = utf8::incomplete_tail(acc);
+  acc.erase(acc.end() - static_cast<std::ptrdiff_t>(std::min(tail, acc.size())), acc.end());
   if (!stopped) flush_to(acc.size());
   r.text = std::move(acc);
   return r;
