@@ -63,31 +63,82 @@ constexpr int64_t kMinRoom = 16;
 void Suggestion::clear() {
   text.clear();
   tokens.clear();
-  cut_by_deadline = cancelled = window_moved = fim = false;
+  cut_by_deadline = cancelled = window_moved = fim = rebound = false;
   typed_through = 0;
   healed_bytes = 0;
-  timings.tokenize_ms = timings.prefill_ms = timings.detokenize_ms = timings.total_ms = 0;
+  timings.tokenize_ms = timings.prefill_ms = timings.detokenize_ms = timings.total_ms = timings.rebind_ms = 0;
   timings.tokens_reused = timings.tokens_computed = 0;
   timings.decode_ms.clear();
 }
 
 Session::Session(Engine& engine, const tok::Tokenizer& tokenizer, const SessionOptions& options)
-    : eng_(engine),
-      tok_(tokenizer),
+    : eng_(&engine),
+      tok_(&tokenizer),
       opts_(options),
       prefix_tok_(tokenizer, /*parse_special=*/false),  // typed "<|endoftext|>" is text, not a control token
       suffix_tok_(tokenizer, /*parse_special=*/false),
-      seq_(engine.new_sequence()),
-      masks_(continuation_masks(tokenizer, static_cast<int>(engine.n_vocab()), engine.hparams().eos_id)) {
+      seq_(engine.new_sequence()) {
+  init_model_state();
+}
+
+Session::Session(ModelSlot& slot, const SessionOptions& options) : Session(slot.current(), &slot, options) {}
+
+Session::Session(std::shared_ptr<const ModelBundle> bundle, ModelSlot* slot, const SessionOptions& options)
+    : Session(*bundle->engine, *bundle->tokenizer, options) {
+  slot_ = slot;
+  bundle_ = std::move(bundle);
+}
+
+// What the session derives from its model and tokenizer beside the token
+// state: the FIM markers, the masks, the prefix index.
+void Session::init_model_state() {
+  fim_pre_ = fim_suf_ = fim_mid_ = -1;
   if (opts_.fim != FimOrder::kOff) {
-    const auto f = tok_.fim_tokens();
+    const auto f = tok_->fim_tokens();
     if (f.complete()) {
       fim_pre_ = f.prefix;
       fim_suf_ = f.suffix;
       fim_mid_ = f.middle;
     }
   }
-  if (opts_.heal) (void)tok_.prefix_index();  // built now, not on the first keystroke
+  masks_ = continuation_masks(*tok_, static_cast<int>(eng_->n_vocab()), eng_->hparams().eos_id);
+  if (opts_.heal) (void)tok_->prefix_index();  // built now, not on the first keystroke (the slot built it already)
+}
+
+// Moves the session to another model, keeping its text and cursor. Nothing
+// derived from the old model may survive: its ids mean other tokens in
+// another vocabulary, its K/V are another network's. So the sequence (its
+// blocks belong to the old engine's pool), the chain, the saved logits, the
+// sampler (its vocabulary size) and the incremental token states go; the
+// window is chosen again at this suggest (the text's token count changed).
+// The old bundle is freed here only when no one else holds it: the slot
+// keeps the bundle it replaced, so after an A <-> B swap this is a reference
+// count, not a munmap on the keystroke path.
+void Session::rebind_locked(std::shared_ptr<const ModelBundle> next) {
+  seq_.reset();  // its blocks go back to the old pool while that pool surely exists
+  eng_ = next->engine.get();
+  tok_ = next->tokenizer.get();
+  bundle_ = std::move(next);
+  prefix_tok_ = tok::EditTokenizer(*tok_, /*parse_special=*/false);
+  suffix_tok_ = tok::EditTokenizer(*tok_, /*parse_special=*/false);
+  init_model_state();
+  seq_ = eng_->new_sequence();
+  win_dirty_ = true;
+  suffix_text_.clear();
+  suffix_ids_.clear();
+  suffix_valid_ = false;
+  logits_at_ = saved_at_ = -1;
+  saved_logits_.clear();
+  first_logits_ = nullptr;
+  sampler_.reset();
+  pending_.clear();
+  prompt_.clear();
+  history_.clear();
+  heal_.clear();
+  drop_chain();
+  has_current_ = false;
+  last_step_ms_ = 0;
+  rebound_ = true;
 }
 
 Session::~Session() = default;
@@ -236,7 +287,7 @@ Status Session::pin_window(size_t start_cp) {
 int64_t Session::window_room(int max_tokens) const {
   int64_t ctx = seq_->n_ctx();
   if (opts_.context_tokens > 0) ctx = std::min(ctx, opts_.context_tokens);
-  const bool bos = tok_.add_bos_default() && tok_.bos_id() >= 0;
+  const bool bos = tok_->add_bos_default() && tok_->bos_id() >= 0;
   // The FIM part is reserved whether or not this keystroke has a suffix, so
   // the room (and with it the window) does not change as the cursor moves.
   const int64_t fim = fim_mid_ >= 0 ? 3 + opts_.fim_suffix_tokens : 0;
@@ -263,7 +314,7 @@ Status Session::choose_window(int64_t room) {
   std::vector<int32_t> ids;
   auto tokens = [&](size_t s) -> int64_t {
     ids.clear();
-    (void)tok_.encode_append(t.substr(s, c - s), false, &ids);
+    (void)tok_->encode_append(t.substr(s, c - s), false, &ids);
     return static_cast<int64_t>(ids.size());
   };
   const int64_t target = room / 2;
@@ -364,15 +415,15 @@ Status Session::build_suffix() {
 void Session::build_prompt() {
   prompt_.clear();
   const auto& ids = prefix_tok_.ids();
-  const bool bos = tok_.add_bos_default() && tok_.bos_id() >= 0;
+  const bool bos = tok_->add_bos_default() && tok_->bos_id() >= 0;
   const bool fim = fim_mid_ >= 0 && !suffix_ids_.empty();
   size_t heal_n = opts_.heal ? std::min(prefix_tok_.last_piece_tokens(), kMaxHealTokens) : 0;
   heal_n = std::min(heal_n, ids.size());
   if (!bos && !fim && heal_n == ids.size() && heal_n > 0) --heal_n;  // keep one token to start from
   const size_t keep = ids.size() - heal_n;
   heal_.clear();
-  for (size_t i = keep; i < ids.size(); ++i) heal_ += tok_.token_bytes(ids[i]);
-  if (bos) prompt_.push_back(tok_.bos_id());
+  for (size_t i = keep; i < ids.size(); ++i) heal_ += tok_->token_bytes(ids[i]);
+  if (bos) prompt_.push_back(tok_->bos_id());
   auto add_prefix = [&] { prompt_.insert(prompt_.end(), ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep)); };
   if (!fim) {
     add_prefix();
@@ -399,7 +450,7 @@ Status Session::check_options(const SuggestOptions& opt) const {
                               opt.max_tokens, std::max<int64_t>(1, opt.max_tokens + window_room(opt.max_tokens) - kMinRoom),
                               seq_->n_ctx(), kMinRoom));
   }
-  if (Status st = Sampler::validate(opt.sampling, static_cast<int>(eng_.n_vocab())); !st.ok()) {
+  if (Status st = Sampler::validate(opt.sampling, static_cast<int>(eng_->n_vocab())); !st.ok()) {
     return Status(st.code(), fmt::format("suggest: {}", st.message()));
   }
   return Status::Ok();
@@ -428,13 +479,13 @@ size_t Session::reuse_chain(const SuggestOptions& opt) {
   if (!std::equal(prompt_.begin() + static_cast<std::ptrdiff_t>(chain_start_), prompt_.end(), chain_.begin())) return 0;
   std::string_view r_old = chain_heal_;
   for (size_t j = 0; j < k; ++j) {
-    if (!heal_allows(tok_.token_bytes(chain_[j]), r_old)) return 0;
-    r_old = heal_advance(tok_.token_bytes(chain_[j]), r_old);
+    if (!heal_allows(tok_->token_bytes(chain_[j]), r_old)) return 0;
+    r_old = heal_advance(tok_->token_bytes(chain_[j]), r_old);
   }
   std::string_view r_new = heal_;
   size_t v = 0;  // valid chain tokens from k on
   for (size_t j = k; j < chain_.size(); ++j, ++v) {
-    const std::string& b = tok_.token_bytes(chain_[j]);
+    const std::string& b = tok_->token_bytes(chain_[j]);
     if (!r_new.starts_with(r_old) || !heal_allows(b, r_new)) break;
     if (!r_new.empty() && masks_.eog.contains(chain_[j])) break;  // healing never ends on end-of-generation
     r_old = heal_advance(b, r_old);
@@ -479,7 +530,7 @@ Status Session::prefill_prompt(Suggestion& s) {
     s.timings.tokens_reused = static_cast<int64_t>(common);
     return Status::Ok();
   }
-  if (common < static_cast<size_t>(eng_.options().kv_block_positions) && seq_->n_past() > static_cast<int64_t>(common) &&
+  if (common < static_cast<size_t>(eng_->options().kv_block_positions) && seq_->n_past() > static_cast<int64_t>(common) &&
       prompt_.size() > 2 * common) {
     // Only the first few tokens (BOS) match: the prompt switched between plain
     // and FIM (PSM puts the prefix marker after BOS: a move into a line with
@@ -489,9 +540,17 @@ Status Session::prefill_prompt(Suggestion& s) {
     // ~700-token prefills at every move into the text and back). At worst
     // the < one block of common tokens is computed again.
     LAYA_TRY(truncate_to(0));
-    common = static_cast<size_t>(std::min<int64_t>(eng_.reuse_cached_prefix(*seq_, prompt_),
+    common = static_cast<size_t>(std::min<int64_t>(eng_->reuse_cached_prefix(*seq_, prompt_),
                                                    static_cast<int64_t>(prompt_.size())));
   }
+  if (rebound_ && seq_->n_past() == 0) {
+    // The first prompt after a swap: the model may be one this session used
+    // before (the slot's kept bundle), whose pool still holds the blocks of
+    // this prompt under their content keys (model_slot.h). Taken, not recomputed.
+    common = static_cast<size_t>(
+        std::min<int64_t>(eng_->reuse_cached_prefix(*seq_, prompt_), static_cast<int64_t>(prompt_.size())));
+  }
+  rebound_ = false;
   if (common == prompt_.size()) --common;
   s.timings.tokens_reused = static_cast<int64_t>(common);
   logits_at_ = -1;
@@ -501,7 +560,7 @@ Status Session::prefill_prompt(Suggestion& s) {
   }
   if (static_cast<int64_t>(common) < saved_at_) saved_at_ = -1;  // the prefill cuts what the saved logits followed
   const std::span<const int32_t> rest(prompt_.data() + common, prompt_.size() - common);
-  Status st = eng_.prefill(*seq_, rest, static_cast<int64_t>(common), nullptr, &cancel_);
+  Status st = eng_->prefill(*seq_, rest, static_cast<int64_t>(common), nullptr, &cancel_);
   s.timings.tokens_computed = std::max<int64_t>(0, seq_->n_past() - static_cast<int64_t>(common));
   s.timings.prefill_ms = ms_since(t0);
   if (st.code() == StatusCode::kCancelled) {  // the sequence holds the chunks done: a prefix of the prompt
@@ -512,7 +571,7 @@ Status Session::prefill_prompt(Suggestion& s) {
   logits_at_ = seq_->n_past();
   // Kept for the next keystroke (32 KB for the default model; a copy costs
   // microseconds, the forward pass it saves ~0.6 ms).
-  saved_logits_.assign(seq_->logits(), seq_->logits() + eng_.n_vocab());
+  saved_logits_.assign(seq_->logits(), seq_->logits() + eng_->n_vocab());
   saved_at_ = logits_at_;
   return Status::Ok();
 }
@@ -521,12 +580,12 @@ Status Session::prefill_prompt(Suggestion& s) {
 Status Session::truncate_to(int64_t n) {
   if (n < saved_at_) saved_at_ = -1;
   if (n < seq_->n_past()) logits_at_ = -1;
-  return eng_.truncate(*seq_, n);
+  return eng_->truncate(*seq_, n);
 }
 
 Sampler& Session::sampler_for(const SamplerParams& p) {
   if (!sampler_ || !same_params(sampler_->params(), p)) {
-    sampler_ = std::make_unique<Sampler>(p, static_cast<int>(eng_.n_vocab()));
+    sampler_ = std::make_unique<Sampler>(p, static_cast<int>(eng_->n_vocab()));
     sampler_->set_mask(masks_.control);  // control tokens (FIM markers, BOS) are never part of a suggestion
   }
   // The same draws for the same text, keystroke after keystroke: a suggestion
@@ -545,10 +604,10 @@ int32_t Session::pick(const SuggestOptions& opt, Sampler& smp, std::string_view 
   if (heal_left.empty()) return smp.sample(lg, history_);
   int32_t best = -1;
   auto consider = [&](int32_t id) {
-    if (id >= eng_.n_vocab() || masks_.control.contains(id) || masks_.eog.contains(id)) return;
+    if (id >= eng_->n_vocab() || masks_.control.contains(id) || masks_.eog.contains(id)) return;
     if (best < 0 || lg[id] > lg[best] || (lg[id] == lg[best] && id < best)) best = id;
   };
-  for (int32_t id : tok_.prefix_index().starting_with(heal_left)) consider(id);
+  for (int32_t id : tok_->prefix_index().starting_with(heal_left)) consider(id);
   (void)opt;
   return best;
 }
@@ -606,7 +665,7 @@ Status Session::generate(const SuggestOptions& opt, std::optional<Clock::time_po
           }
           logits_at_ = -1;
           if (seq_->n_past() >= at) LAYA_TRY(truncate_to(at - 1));
-          if (Status st = eng_.decode(*seq_, chain_[i - 1]); !st.ok()) {
+          if (Status st = eng_->decode(*seq_, chain_[i - 1]); !st.ok()) {
             return Status(st.code(), fmt::format("suggest: decode step {}: {}", i, st.message()));
           }
           logits_at_ = seq_->n_past();
@@ -622,7 +681,7 @@ Status Session::generate(const SuggestOptions& opt, std::optional<Clock::time_po
     s.tokens.push_back(id);
     if (need_history) history_.push_back(id);
     const auto t0 = Clock::now();
-    const std::string& b = tok_.token_bytes(id);
+    const std::string& b = tok_->token_bytes(id);
     const size_t skip = std::min(b.size(), heal_left.size());
     heal_left = heal_advance(b, heal_left);
     pending_.append(b, skip);
@@ -657,12 +716,22 @@ Status Session::suggest_into(const SuggestOptions& opt, Suggestion* out,
   std::lock_guard<std::mutex> lock(mu_);
   cancel_.store(false);
   if (cancel_epoch_.load() != epoch) cancel_.store(true);
+  // A hot swap since the last suggest: move to the new model first (one
+  // atomic load when there was none).
+  double rebind_ms = -1;
+  if (slot_ && slot_->current_id() != bundle_->id) {
+    const auto tr = Clock::now();
+    rebind_locked(slot_->current());
+    rebind_ms = ms_since(tr);
+  }
   LAYA_TRY(check_options(opt));
   const std::optional<Clock::time_point> end = opt.deadline.end_for(start);
   Suggestion& s = current_;
   s.clear();
   has_current_ = false;
   first_logits_ = nullptr;
+  s.rebound = rebind_ms >= 0;
+  s.timings.rebind_ms = std::max(rebind_ms, 0.0);
   const auto t0 = Clock::now();
   Status st = update_window(opt.max_tokens, s);
   if (st.ok() && fim_mid_ >= 0) st = build_suffix();
