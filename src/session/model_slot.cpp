@@ -103,6 +103,11 @@ std::shared_ptr<const ModelBundle> ModelSlot::current() const {
   return current_;
 }
 
+bool ModelSlot::keeps(uint64_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return (current_ && current_->id == id) || (previous_ && previous_->id == id);
+}
+
 void ModelSlot::publish(std::shared_ptr<const ModelBundle> next) {
   std::shared_ptr<const ModelBundle> dropped;  // freed after the lock, on this (the swapping) thread
   {

@@ -32,11 +32,13 @@
 //
 // Switching back: the slot keeps the bundle it replaced (a one-entry LRU).
 // A swap to that bundle's file (same canonical path, file unchanged on disk)
-// takes it back with no load, and its KV pool still holds the blocks its
-// sessions left, keyed by content: a session that rebinds to it adopts its
-// cached prefix instead of recomputing it. Memory stays bounded: at most two
-// bundles are held by the slot (current + previous); a third swap frees the
-// oldest as soon as no session still holds it.
+// takes it back with no load. A session keeps its sequence on the model it
+// left while the slot keeps that model, and resumes it on a swap back
+// (computing only what its text changed since); a session without one adopts
+// the blocks its pool still holds for the prompt (keyed by content) instead
+// of recomputing them. Memory stays bounded: the slot holds at most two
+// bundles (current + previous), sessions one sequence on each; a third swap
+// frees the oldest as soon as no session still holds it.
 #pragma once
 
 #include <atomic>
@@ -98,6 +100,8 @@ class ModelSlot {
   // current()->id without the reference count: what sessions poll.
   uint64_t current_id() const { return current_id_.load(std::memory_order_acquire); }
   const ModelSlotOptions& options() const { return opt_; }
+  // Whether the slot holds bundle `id` (current or kept for a swap back).
+  bool keeps(uint64_t id) const;
   // Successful swaps so far (a swap back to the kept bundle included).
   int64_t swaps() const { return swaps_.load(std::memory_order_relaxed); }
 

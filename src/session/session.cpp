@@ -114,7 +114,36 @@ void Session::init_model_state() {
 // The old bundle is freed here only when no one else holds it: the slot
 // keeps the bundle it replaced, so after an A <-> B swap this is a reference
 // count, not a munmap on the keystroke path.
+//
+// Swapping back: while the slot keeps the model being left (its one-entry
+// LRU), the session keeps its sequence on it too, so a swap back resumes
+// that sequence and computes only what the text changed since (as after any
+// edit) instead of the whole prompt. Kept only while the slot keeps that
+// model: otherwise an idle session would be the one thing holding a model no
+// one serves.
 void Session::rebind_locked(std::shared_ptr<const ModelBundle> next) {
+  std::unique_ptr<Sequence> back;
+  if (other_bundle_ && other_bundle_->id == next->id) back = std::move(other_seq_);
+  // The window to start from: the one the resumed sequence was built on while
+  // the text before it is as it was (its offset still means the same place),
+  // else the current one. update_window then checks it against the new
+  // model's room and token count, as after any edit; a window kept across the
+  // swap is what lets the resumed (or adopted) prompt match.
+  size_t win = win_byte_;
+  bool dirty = win_dirty_;
+  if (back && other_win_byte_ <= other_unchanged_ && other_win_byte_ <= cursor_byte_) {
+    win = other_win_byte_;
+    dirty = false;
+  }
+  other_seq_.reset();
+  other_bundle_.reset();
+  other_win_byte_ = std::string::npos;
+  if (slot_->keeps(bundle_->id)) {
+    other_seq_ = std::move(seq_);
+    other_bundle_ = bundle_;
+    if (!win_dirty_) other_win_byte_ = win_byte_;
+  }
+  other_unchanged_ = std::string::npos;
   seq_.reset();  // its blocks go back to the old pool while that pool surely exists
   eng_ = next->engine.get();
   tok_ = next->tokenizer.get();
@@ -122,8 +151,8 @@ void Session::rebind_locked(std::shared_ptr<const ModelBundle> next) {
   prefix_tok_ = tok::EditTokenizer(*tok_, /*parse_special=*/false);
   suffix_tok_ = tok::EditTokenizer(*tok_, /*parse_special=*/false);
   init_model_state();
-  seq_ = eng_->new_sequence();
-  win_dirty_ = true;
+  seq_ = back ? std::move(back) : eng_->new_sequence();
+  win_dirty_ = dirty || !set_window(win).ok();  // set_window tokenizes it with the new tokenizer
   suffix_text_.clear();
   suffix_ids_.clear();
   suffix_valid_ = false;
@@ -177,6 +206,7 @@ Status Session::set_text(std::string_view text) {
   size_t n = 0;
   LAYA_TRY(check_utf8(text, "set_text", &n));
   text_.assign(text);
+  other_unchanged_ = 0;
   n_cp_ = cursor_cp_ = n;
   cursor_byte_ = text_.size();
   win_dirty_ = true;  // the window is chosen (and tokenized) at the next suggest
@@ -214,6 +244,7 @@ Status Session::edit_locked(size_t pos_cp, size_t n_deleted_cp, std::string_view
   const size_t a = std::min(b, cursor_byte_);
   const size_t old_tail = cursor_byte_ - a;
   text_.replace(b, e - b, inserted);
+  other_unchanged_ = std::min(other_unchanged_, b);
   n_cp_ = n_cp_ - n_deleted_cp + n_ins;
   cursor_cp_ = pos_cp + n_ins;
   cursor_byte_ = b + inserted.size();

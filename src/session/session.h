@@ -252,6 +252,13 @@ class Session {
   ModelSlot* slot_ = nullptr;                   // null: bound to eng_ for life
   std::shared_ptr<const ModelBundle> bundle_;   // what eng_ / tok_ belong to (slot sessions)
   bool rebound_ = false;  // rebound since the last prefill: adopt the pool's cached prefix (model_slot.h)
+  // The sequence on the model used before the last swap, for a swap back (rebind_locked).
+  std::shared_ptr<const ModelBundle> other_bundle_;
+  std::unique_ptr<Sequence> other_seq_;
+  // The window other_seq_'s prompt was built on (npos: none), and the bytes
+  // of text at the start left untouched by every edit since that swap.
+  size_t other_win_byte_ = std::string::npos;
+  size_t other_unchanged_ = std::string::npos;
   SessionOptions opts_;
   std::mutex mu_;
   std::atomic<bool> cancel_{false};
