@@ -300,5 +300,34 @@ TEST(ModelSwap, ReplacedModelIsFreedWhenItsLastUserLetsGo) {
   }
 }
 
+TEST(ModelSwap, PrewarmedSessionComputesOnlyWhatChangedAfterTheSwap) {
+  REQUIRE_DEMO(demo);
+  for (const int prewarm : {4, 0}) {
+    SCOPED_TRACE(prewarm);
+    ModelSlotOptions o = slot_options();
+    o.prewarm_sessions = prewarm;
+    auto slot = make_slot(kDefault, o);
+    ASSERT_TRUE(slot);
+    Session live(*slot);
+    Session idle(*slot);  // never suggested: not prewarmed (and no harm)
+    ASSERT_TRUE(live.set_text(kLong).ok());
+    ASSERT_TRUE(idle.set_text(kCode).ok());
+    ASSERT_TRUE(live.suggest(opts()).ok());
+    ASSERT_TRUE(slot->swap_model(demo).ok());
+    auto s = live.suggest(opts());
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    EXPECT_TRUE(s->rebound);
+    if (prewarm > 0) {
+      EXPECT_LE(s->timings.tokens_computed, 1) << "the swap computed the prompt on the new model already";
+    } else {
+      EXPECT_GT(s->timings.tokens_computed, 64) << "no prewarm: the whole re-tokenized prompt";
+    }
+    EXPECT_EQ(s->tokens, fresh(*slot->current(), live).tokens);
+    auto i = idle.suggest(opts());
+    ASSERT_TRUE(i.ok());
+    EXPECT_EQ(i->tokens, fresh(*slot->current(), idle).tokens);
+  }
+}
+
 }  // namespace
 }  // namespace laya

@@ -1,11 +1,14 @@
 #include "session/model_slot.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fmt/format.h>
 #include <utility>
 #include <vector>
+
+#include "session/session.h"
 
 namespace laya {
 
@@ -133,6 +136,7 @@ Status ModelSlot::swap_model(const std::string& path) {
   // The kept bundle is taken back only when its file is the one on disk now
   // (a model rewritten under the same name is loaded again).
   if (back && back->model->check_files_unchanged().ok()) {
+    prewarm(back);
     publish(std::move(back));
     return Status::Ok();
   }
@@ -142,8 +146,35 @@ Status ModelSlot::swap_model(const std::string& path) {
     return Status(b.status().code(), fmt::format("swap to {}: {} (the current model, {}, keeps serving)", path,
                                                  b.status().message(), current()->path));
   }
+  prewarm(b.value());
   publish(std::move(b).value());
   return Status::Ok();
+}
+
+void ModelSlot::attach(Session* s) {
+  std::lock_guard<std::mutex> lock(sessions_mu_);
+  sessions_.push_back(s);
+}
+
+void ModelSlot::detach(Session* s) {
+  std::lock_guard<std::mutex> lock(sessions_mu_);
+  sessions_.erase(std::remove(sessions_.begin(), sessions_.end(), s), sessions_.end());
+}
+
+// The sessions used last, most recent first; each computes its prompt on
+// `next` (Session::prewarm_for). sessions_mu_ is held throughout so none is
+// destroyed meanwhile.
+void ModelSlot::prewarm(const std::shared_ptr<const ModelBundle>& next) {
+  if (opt_.prewarm_sessions <= 0) return;
+  std::lock_guard<std::mutex> lock(sessions_mu_);
+  std::vector<std::pair<int64_t, Session*>> used;
+  for (Session* s : sessions_) {
+    const int64_t t = s->last_used_ns_.load(std::memory_order_relaxed);
+    if (t > 0) used.emplace_back(t, s);
+  }
+  std::sort(used.begin(), used.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  const size_t n = std::min(used.size(), static_cast<size_t>(opt_.prewarm_sessions));
+  for (size_t i = 0; i < n; ++i) used[i].second->prewarm_for(next);
 }
 
 }  // namespace laya

@@ -19,8 +19,12 @@
 //      KV pool (all memory a keystroke will touch exists before the switch);
 //   3. probe: the tokenizer round-trips a probe text (encode -> decode gives
 //      it back) and a forward pass over it gives finite logits;
-//   4. switch: under a short lock, the new bundle becomes current.
-// Any failure before 4 returns a Status saying which step and why, and the
+//   4. prewarm: the current prompts of the sessions used last (up to
+//      ModelSlotOptions::prewarm_sessions) are computed on the new model, so
+//      their first keystroke after the switch computes only what was typed
+//      since (not the whole re-tokenized prompt);
+//   5. switch: under a short lock, the new bundle becomes current.
+// Any failure before 5 returns a Status saying which step and why, and the
 // old bundle keeps serving (nothing of it was touched).
 //
 // Sessions made on a slot (Session(ModelSlot&, ...)) compare the slot's
@@ -46,6 +50,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "engine/engine.h"
@@ -53,6 +58,8 @@
 #include "tokenizer/tokenizer.h"
 
 namespace laya {
+
+class Session;
 
 // One loaded, validated model with its tokenizer and engine. Immutable once
 // made; shared by the slot and the sessions bound to it.
@@ -73,6 +80,11 @@ struct ModelSlotOptions {
   // Keep the replaced bundle for a swap back (see the top of this file).
   // false: a bundle is freed as soon as no session uses it.
   bool keep_previous = true;
+  // Sessions (the most recently used first) whose prompt a swap computes on
+  // the new model before switching (step 4). Each costs the swapping thread
+  // one prefill of that session's prompt; 0: none (the first keystroke after
+  // a swap then recomputes what the new model's pool does not hold).
+  int prewarm_sessions = 4;
 };
 
 class ModelSlot {
@@ -108,6 +120,11 @@ class ModelSlot {
  private:
   explicit ModelSlot(const ModelSlotOptions& opt) : opt_(opt) {}
   void publish(std::shared_ptr<const ModelBundle> next);
+  // Sessions made on the slot register themselves, for prewarm().
+  friend class Session;
+  void attach(Session* s);
+  void detach(Session* s);
+  void prewarm(const std::shared_ptr<const ModelBundle>& next);
 
   ModelSlotOptions opt_;
   std::mutex swap_mu_;         // one swap at a time (held while loading: never by a keystroke)
@@ -116,6 +133,10 @@ class ModelSlot {
   std::shared_ptr<const ModelBundle> previous_;  // the one-entry LRU
   std::atomic<uint64_t> current_id_{0};
   std::atomic<int64_t> swaps_{0};
+  // Held while a swap prewarms sessions: a session constructed or destroyed
+  // meanwhile waits for it (never a keystroke: suggest and edits do not take it).
+  std::mutex sessions_mu_;
+  std::vector<Session*> sessions_;
 };
 
 }  // namespace laya

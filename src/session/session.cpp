@@ -87,90 +87,12 @@ Session::Session(std::shared_ptr<const ModelBundle> bundle, ModelSlot* slot, con
     : Session(*bundle->engine, *bundle->tokenizer, options) {
   slot_ = slot;
   bundle_ = std::move(bundle);
+  slot_->attach(this);
 }
 
-// What the session derives from its model and tokenizer beside the token
-// state: the FIM markers, the masks, the prefix index.
-void Session::init_model_state() {
-  fim_pre_ = fim_suf_ = fim_mid_ = -1;
-  if (opts_.fim != FimOrder::kOff) {
-    const auto f = tok_->fim_tokens();
-    if (f.complete()) {
-      fim_pre_ = f.prefix;
-      fim_suf_ = f.suffix;
-      fim_mid_ = f.middle;
-    }
-  }
-  masks_ = continuation_masks(*tok_, static_cast<int>(eng_->n_vocab()), eng_->hparams().eos_id);
-  if (opts_.heal) (void)tok_->prefix_index();  // built now, not on the first keystroke (the slot built it already)
+Session::~Session() {
+  if (slot_) slot_->detach(this);  // waits for a prewarm of this session in progress
 }
-
-// Moves the session to another model, keeping its text and cursor. Nothing
-// derived from the old model may survive: its ids mean other tokens in
-// another vocabulary, its K/V are another network's. So the sequence (its
-// blocks belong to the old engine's pool), the chain, the saved logits, the
-// sampler (its vocabulary size) and the incremental token states go; the
-// window is chosen again at this suggest (the text's token count changed).
-// The old bundle is freed here only when no one else holds it: the slot
-// keeps the bundle it replaced, so after an A <-> B swap this is a reference
-// count, not a munmap on the keystroke path.
-//
-// Swapping back: while the slot keeps the model being left (its one-entry
-// LRU), the session keeps its sequence on it too, so a swap back resumes
-// that sequence and computes only what the text changed since (as after any
-// edit) instead of the whole prompt. Kept only while the slot keeps that
-// model: otherwise an idle session would be the one thing holding a model no
-// one serves.
-void Session::rebind_locked(std::shared_ptr<const ModelBundle> next) {
-  std::unique_ptr<Sequence> back;
-  if (other_bundle_ && other_bundle_->id == next->id) back = std::move(other_seq_);
-  // The window to start from: the one the resumed sequence was built on while
-  // the text before it is as it was (its offset still means the same place),
-  // else the current one. update_window then checks it against the new
-  // model's room and token count, as after any edit; a window kept across the
-  // swap is what lets the resumed (or adopted) prompt match.
-  size_t win = win_byte_;
-  bool dirty = win_dirty_;
-  if (back && other_win_byte_ <= other_unchanged_ && other_win_byte_ <= cursor_byte_) {
-    win = other_win_byte_;
-    dirty = false;
-  }
-  other_seq_.reset();
-  other_bundle_.reset();
-  other_win_byte_ = std::string::npos;
-  if (slot_->keeps(bundle_->id)) {
-    other_seq_ = std::move(seq_);
-    other_bundle_ = bundle_;
-    if (!win_dirty_) other_win_byte_ = win_byte_;
-  }
-  other_unchanged_ = std::string::npos;
-  seq_.reset();  // its blocks go back to the old pool while that pool surely exists
-  eng_ = next->engine.get();
-  tok_ = next->tokenizer.get();
-  bundle_ = std::move(next);
-  prefix_tok_ = tok::EditTokenizer(*tok_, /*parse_special=*/false);
-  suffix_tok_ = tok::EditTokenizer(*tok_, /*parse_special=*/false);
-  init_model_state();
-  seq_ = back ? std::move(back) : eng_->new_sequence();
-  win_dirty_ = dirty || !set_window(win).ok();  // set_window tokenizes it with the new tokenizer
-  suffix_text_.clear();
-  suffix_ids_.clear();
-  suffix_valid_ = false;
-  logits_at_ = saved_at_ = -1;
-  saved_logits_.clear();
-  first_logits_ = nullptr;
-  sampler_.reset();
-  pending_.clear();
-  prompt_.clear();
-  history_.clear();
-  heal_.clear();
-  drop_chain();
-  has_current_ = false;
-  last_step_ms_ = 0;
-  rebound_ = true;
-}
-
-Session::~Session() = default;
 
 void Session::cancel() {
   cancel_epoch_.fetch_add(1);
@@ -205,10 +127,13 @@ Status Session::set_text(std::string_view text) {
   std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;
   LAYA_TRY(check_utf8(text, "set_text", &n));
-  text_.assign(text);
-  other_unchanged_ = 0;
-  n_cp_ = cursor_cp_ = n;
-  cursor_byte_ = text_.size();
+  {
+    std::lock_guard<std::mutex> pw(prewarm_mu_);
+    text_.assign(text);
+    other_unchanged_ = prepared_unchanged_ = 0;
+    n_cp_ = cursor_cp_ = n;
+    cursor_byte_ = text_.size();
+  }
   win_dirty_ = true;  // the window is chosen (and tokenized) at the next suggest
   has_current_ = false;
   return Status::Ok();
@@ -243,11 +168,15 @@ Status Session::edit_locked(size_t pos_cp, size_t n_deleted_cp, std::string_view
   // edit before, at, across or after the cursor.
   const size_t a = std::min(b, cursor_byte_);
   const size_t old_tail = cursor_byte_ - a;
-  text_.replace(b, e - b, inserted);
-  other_unchanged_ = std::min(other_unchanged_, b);
-  n_cp_ = n_cp_ - n_deleted_cp + n_ins;
-  cursor_cp_ = pos_cp + n_ins;
-  cursor_byte_ = b + inserted.size();
+  {
+    std::lock_guard<std::mutex> pw(prewarm_mu_);
+    text_.replace(b, e - b, inserted);
+    other_unchanged_ = std::min(other_unchanged_, b);
+    prepared_unchanged_ = std::min(prepared_unchanged_, b);
+    n_cp_ = n_cp_ - n_deleted_cp + n_ins;
+    cursor_cp_ = pos_cp + n_ins;
+    cursor_byte_ = b + inserted.size();
+  }
   has_current_ = false;
   if (!win_dirty_) {
     const std::string_view now = std::string_view(text_).substr(a, cursor_byte_ - a);
@@ -274,8 +203,11 @@ Status Session::move(size_t cursor_cp) {
                                   : prefix_tok_.edit(nb - win_byte_, cursor_byte_ - nb, {});
     if (!st.ok()) win_dirty_ = true;
   }
-  cursor_cp_ = cursor_cp;
-  cursor_byte_ = nb;
+  {
+    std::lock_guard<std::mutex> pw(prewarm_mu_);
+    cursor_cp_ = cursor_cp;
+    cursor_byte_ = nb;
+  }
   has_current_ = false;
   pending_tokenize_ms_ += ms_since(t0);
   return Status::Ok();
@@ -756,6 +688,8 @@ Status Session::suggest_into(const SuggestOptions& opt, Suggestion* out,
     rebind_ms = ms_since(tr);
   }
   LAYA_TRY(check_options(opt));
+  last_max_tokens_.store(opt.max_tokens, std::memory_order_relaxed);
+  last_used_ns_.store(start.time_since_epoch().count(), std::memory_order_relaxed);
   const std::optional<Clock::time_point> end = opt.deadline.end_for(start);
   Suggestion& s = current_;
   s.clear();

@@ -34,7 +34,11 @@
 // bound to, and if so rebinds first (rebind_locked): text and cursor stay,
 // everything derived from the old model goes (its sequence, chain, saved
 // logits, token state); the suggestion is then made on the new model alone.
-// A suggest already running holds the old bundle and finishes on it.
+// A suggest already running holds the old bundle and finishes on it. Before
+// switching, the swapping thread may compute the session's current prompt on
+// the new model (prewarm_for, ModelSlot step 4): it copies the text under
+// prewarm_mu_ (which edits take for the µs they change it), never waits for
+// a suggest, and hands the sequence over for the rebind.
 #pragma once
 
 #include <atomic>
@@ -245,6 +249,8 @@ class Session {
   Session(std::shared_ptr<const ModelBundle> bundle, ModelSlot* slot, const SessionOptions& options);
   void init_model_state();
   void rebind_locked(std::shared_ptr<const ModelBundle> next);
+  friend class ModelSlot;
+  void prewarm_for(const std::shared_ptr<const ModelBundle>& next);
 
   // Pointers, not references: a slot session rebinds them to the new model.
   Engine* eng_;
@@ -259,6 +265,18 @@ class Session {
   // of text at the start left untouched by every edit since that swap.
   size_t other_win_byte_ = std::string::npos;
   size_t other_unchanged_ = std::string::npos;
+  // Prewarm (see the top of this file). prewarm_mu_ guards the writes of
+  // text_ and the cursor (read by prewarm_for on the swapping thread) and the
+  // prepared_* fields: the sequence of the prompt computed on bundle
+  // prepared_id_, its window, and the bytes at the start of the text no edit
+  // touched since the text was copied.
+  std::mutex prewarm_mu_;
+  std::unique_ptr<Sequence> prepared_seq_;
+  uint64_t prepared_id_ = 0;
+  size_t prepared_win_byte_ = std::string::npos;
+  size_t prepared_unchanged_ = std::string::npos;
+  std::atomic<int64_t> last_used_ns_{0};  // steady clock of the last suggest (0: none): the slot's MRU order
+  std::atomic<int> last_max_tokens_{8};   // the room prewarm_for leaves, as the next suggest likely will
   SessionOptions opts_;
   std::mutex mu_;
   std::atomic<bool> cancel_{false};
