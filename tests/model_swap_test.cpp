@@ -146,16 +146,21 @@ TEST(ModelSwap, SuggestionInFlightFinishesOnTheOldModelTheNextUsesTheNew) {
   EXPECT_EQ(next->text, want_new.text);
 }
 
-// A copy of the tiny mkmodel model with output_norm.weight set to NaN: it
-// loads (the metadata and shapes are right) and only the probe catches it.
-void write_nan_model(const std::string& path) {
-  const ModelPreset* p = find_preset("test-tiny");
-  ASSERT_NE(p, nullptr);
-  MkModelOptions mo;
-  mo.type = MkType::kF32;
-  mo.n_threads = 2;
-  auto rep = make_random_model(*p, mo, path);
-  ASSERT_TRUE(rep.ok()) << rep.status().to_string();
+// A model with output_norm.weight set to NaN: it loads (the metadata and
+// shapes are right) and only the probe catches it. A copy of `source`, or
+// else the tiny mkmodel model.
+void write_nan_model(const std::string& path, const std::string& source = "") {
+  if (!source.empty()) {
+    fs::copy_file(source, path, fs::copy_options::overwrite_existing);
+  } else {
+    const ModelPreset* p = find_preset("test-tiny");
+    ASSERT_NE(p, nullptr);
+    MkModelOptions mo;
+    mo.type = MkType::kF32;
+    mo.n_threads = 2;
+    auto rep = make_random_model(*p, mo, path);
+    ASSERT_TRUE(rep.ok()) << rep.status().to_string();
+  }
   size_t offset = 0, nbytes = 0;
   {
     auto f = gguf::File::open(path);
@@ -327,6 +332,37 @@ TEST(ModelSwap, PrewarmedSessionComputesOnlyWhatChangedAfterTheSwap) {
     ASSERT_TRUE(i.ok());
     EXPECT_EQ(i->tokens, fresh(*slot->current(), idle).tokens);
   }
+}
+
+double rss_mb() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return -1;
+}
+
+// Memory stays bounded: swaps back and forth and failed swaps (a model that
+// loads, is prepared and fails the probe) leave the resident size where one
+// swap left it (± 5 %).
+TEST(ModelSwap, RepeatedSwapsAndFailuresDoNotGrowMemory) {
+  REQUIRE_DEMO(demo);
+  TempFile nan_model("nan_rss.gguf");
+  write_nan_model(nan_model.path, demo);  // as large as the models served
+  auto slot = make_slot(kDefault);
+  ASSERT_TRUE(slot);
+  Session live(*slot);
+  ASSERT_TRUE(live.set_text(kCode).ok());
+  double after_first = 0;
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(slot->swap_model(i % 2 == 0 ? demo : kDefault).ok());
+    EXPECT_FALSE(slot->swap_model(nan_model.path).ok());
+    ASSERT_TRUE(live.suggest(opts()).ok());
+    if (i == 0) after_first = rss_mb();
+  }
+  const double end = rss_mb();
+  if (after_first <= 0) GTEST_SKIP() << "no /proc/self/status";
+  EXPECT_LE(end, after_first * 1.05) << "RSS " << after_first << " MB after one swap, " << end << " MB after ten";
 }
 
 }  // namespace

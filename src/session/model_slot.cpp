@@ -8,6 +8,10 @@
 #include <utility>
 #include <vector>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include "session/session.h"
 
 namespace laya {
@@ -126,6 +130,21 @@ void ModelSlot::publish(std::shared_ptr<const ModelBundle> next) {
 
 Status ModelSlot::swap_model(const std::string& path) {
   std::lock_guard<std::mutex> swap_lock(swap_mu_);
+  const Status st = swap_locked(path);
+  // A failed load (its packed weights, KV pool, scratch) or the bundle the
+  // switch dropped was freed above; glibc keeps such large freed blocks in
+  // its heaps (its mmap threshold grows after the first large free), so
+  // without this each swap could leave a model's worth of resident memory
+  // behind (ModelSwap.RepeatedSwapsAndFailuresDoNotGrowMemory: 112 -> 132 MB
+  // over ten swaps and ten failed ones without it, within 5 % with it).
+  // Given back here, on the swapping thread, never on a keystroke's.
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+  return st;
+}
+
+Status ModelSlot::swap_locked(const std::string& path) {
   const std::string canon = canonical_of(path);
   std::shared_ptr<const ModelBundle> back;
   {

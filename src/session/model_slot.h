@@ -120,6 +120,7 @@ class ModelSlot {
  private:
   explicit ModelSlot(const ModelSlotOptions& opt) : opt_(opt) {}
   void publish(std::shared_ptr<const ModelBundle> next);
+  Status swap_locked(const std::string& path);  // swap_model's work, swap_mu_ held
   // Sessions made on the slot register themselves, for prewarm().
   friend class Session;
   void attach(Session* s);
