@@ -24,8 +24,9 @@
 //      their first keystroke after the switch computes only what was typed
 //      since (not the whole re-tokenized prompt);
 //   5. switch: under a short lock, the new bundle becomes current.
-// Any failure before 5 returns a Status saying which step and why, and the
-// old bundle keeps serving (nothing of it was touched).
+// A failure in 1-3 returns a Status saying which step and why, and the old
+// bundle keeps serving (nothing of it was touched); a prewarm that fails only
+// leaves that session to start cold on the new model.
 //
 // Sessions made on a slot (Session(ModelSlot&, ...)) compare the slot's
 // current bundle id with theirs at each suggest (one atomic load): a
@@ -103,7 +104,7 @@ class ModelSlot {
   // Replaces the current model by the one at `path` (see the top of this
   // file). Serialised: a second call waits for the first. On failure the
   // current model is unchanged and the Status says "swap to <path>: <step>:
-  // <why>".
+  // <why>". The file already serving (unchanged on disk): Ok, nothing done.
   Status swap_model(const std::string& path);
 
   // The bundle new suggestions use. Cheap (a short lock and a reference
