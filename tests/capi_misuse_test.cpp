@@ -578,6 +578,79 @@ TEST(CApiModelFile, TruncatedOrRewrittenWhileInUse) {
   fs::remove(path);
 }
 
+// Hot model swap through the C API: hostile arguments and files that are no
+// model are refused with a message, and the old model keeps serving.
+TEST(CApiModelSlot, HostileSwapsLeaveTheOldModelServing) {
+  if (!fs::exists(kModel)) GTEST_SKIP() << "no " << kModel;
+  laya_slot* slot = nullptr;
+  EXPECT_EQ(laya_slot_create(nullptr, 2, 128, &slot), LAYA_INVALID_ARGUMENT);
+  EXPECT_TRUE(ErrorHas({"laya_slot_create", "path is NULL"}));
+  EXPECT_EQ(laya_slot_create(kModel, 2, 128, nullptr), LAYA_INVALID_ARGUMENT);
+  EXPECT_EQ(laya_slot_create(kModel, 2, -5, &slot), LAYA_INVALID_ARGUMENT);
+  EXPECT_TRUE(ErrorHas({"n_ctx = -5"}));
+  EXPECT_EQ(laya_slot_create("/nonexistent/model.gguf", 2, 128, &slot), LAYA_NOT_FOUND);
+  EXPECT_TRUE(ErrorHas({"/nonexistent/model.gguf"}));
+  EXPECT_EQ(slot, nullptr);
+  ASSERT_EQ(laya_slot_create(kModel, 2, 128, &slot), LAYA_OK) << err();
+
+  laya_session* s = nullptr;
+  EXPECT_EQ(laya_session_new_on_slot(nullptr, nullptr, &s), LAYA_INVALID_ARGUMENT);
+  EXPECT_EQ(laya_session_new_on_slot(slot, nullptr, nullptr), LAYA_INVALID_ARGUMENT);
+  laya_session_options bad;
+  laya_session_options_default(&bad);
+  bad.fim_suffix_tokens = 0;
+  EXPECT_EQ(laya_session_new_on_slot(slot, &bad, &s), LAYA_INVALID_ARGUMENT);
+  EXPECT_TRUE(ErrorHas({"fim_suffix_tokens"}));
+  ASSERT_EQ(laya_session_new_on_slot(slot, nullptr, &s), LAYA_OK) << err();
+  const char* text = "def add(a, b):\n    return ";
+  ASSERT_EQ(laya_session_set_text(s, text, std::strlen(text)), LAYA_OK);
+  auto suggest = [&] {
+    char buf[256];
+    size_t len = 0;
+    EXPECT_EQ(laya_session_suggest(s, 6, 0, 0, buf, sizeof buf, &len), LAYA_OK) << err();
+    return std::string(buf, len);
+  };
+  const std::string before = suggest();
+
+  // Handles and paths.
+  EXPECT_EQ(laya_slot_swap_model(nullptr, kModel), LAYA_INVALID_ARGUMENT);
+  EXPECT_TRUE(ErrorHas({"laya_slot_swap_model", "slot is NULL"}));
+  EXPECT_EQ(laya_slot_swap_model(reinterpret_cast<laya_slot*>(s), kModel), LAYA_INVALID_ARGUMENT);
+  EXPECT_TRUE(ErrorHas({"is a laya_session, not a laya_slot"}));
+  EXPECT_EQ(laya_slot_swap_model(slot, nullptr), LAYA_INVALID_ARGUMENT);
+  EXPECT_TRUE(ErrorHas({"path is NULL", "keeps serving"}));
+  EXPECT_EQ(laya_slot_swaps(nullptr), 0);
+
+  // Files that are no model: missing, a text file, a truncated model.
+  const fs::path dir = fs::temp_directory_path() / ("laya_capi_slot_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  EXPECT_EQ(laya_slot_swap_model(slot, (dir / "missing.gguf").c_str()), LAYA_NOT_FOUND);
+  EXPECT_TRUE(ErrorHas({"swap to", "missing.gguf", "keeps serving"}));
+  const fs::path notes = dir / "notes.gguf";
+  std::ofstream(notes) << "these are meeting notes, not a model\n";
+  EXPECT_NE(laya_slot_swap_model(slot, notes.c_str()), LAYA_OK);
+  EXPECT_TRUE(ErrorHas({"swap to", "notes.gguf", "load:", "keeps serving"}));
+  const fs::path truncated = dir / "truncated.gguf";
+  fs::copy_file(kModel, truncated);
+  fs::resize_file(truncated, fs::file_size(truncated) / 3);
+  EXPECT_EQ(laya_slot_swap_model(slot, truncated.c_str()), LAYA_CORRUPT);
+  EXPECT_TRUE(ErrorHas({"swap to", "truncated.gguf", "keeps serving"}));
+  EXPECT_EQ(laya_slot_swaps(slot), 0);
+  EXPECT_EQ(suggest(), before);  // still the old model
+
+  // A valid swap (a copy of the same weights): the session follows it, and
+  // survives its slot handle.
+  const fs::path copy = dir / "copy.gguf";
+  fs::copy_file(kModel, copy);
+  ASSERT_EQ(laya_slot_swap_model(slot, copy.c_str()), LAYA_OK) << err();
+  EXPECT_EQ(laya_slot_swaps(slot), 1);
+  laya_slot_free(slot);
+  laya_slot_free(nullptr);
+  EXPECT_EQ(suggest(), before);
+  laya_session_free(s);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 
 namespace {

@@ -64,6 +64,7 @@ typedef struct laya_engine laya_engine;
 typedef struct laya_sequence laya_sequence;
 typedef struct laya_tokenizer laya_tokenizer;
 typedef struct laya_session laya_session;
+typedef struct laya_slot laya_slot;
 
 /* The message of the last failed call on this thread ("" if none). Valid
  * until the next laya call on this thread. */
@@ -105,6 +106,46 @@ int64_t laya_engine_n_ctx(const laya_engine* engine);
  * locked-memory limit). The engine works either way. Valid for the engine's
  * lifetime ("" and a message for a bad handle). */
 const char* laya_engine_memory_lock_note(const laya_engine* engine);
+
+/* Hot model swap: a slot serves one model at a time and replaces it while
+ * sessions keep suggesting (src/session/model_slot.h). A slot loads a model
+ * with its tokenizer and engine, validates it (it loads, its tensor shapes
+ * agree with its metadata, the tokenizer gives a probe text back, a probe
+ * prompt gives finite logits) and only then makes it current. Sessions made
+ * on the slot (laya_session_new_on_slot) follow it: a suggestion in flight
+ * finishes on the old model, the next one re-tokenizes the session's text for
+ * the new model (its vocabulary may differ). The slot keeps the model it
+ * replaced, so swapping back to that file is immediate; memory holds at most
+ * two models plus one a session is still finishing a suggestion on.
+ *
+ * Unlike the other handles, a slot may be used from several threads at once:
+ * laya_slot_swap_model on one thread while sessions on the slot suggest on
+ * others (each session still from one thread at a time).
+ *
+ * laya_slot_create: loads and validates path as the first model. n_threads and
+ * n_ctx as laya_engine_create (n_ctx 0: the model's default; else capped at
+ * each model's trained context). LAYA_INVALID_ARGUMENT for a NULL path or out,
+ * n_threads or n_ctx out of range; LAYA_NOT_FOUND, LAYA_CORRUPT (also: the
+ * probe gave a NaN or infinite logit, or the tokenizer does not round-trip),
+ * LAYA_UNSUPPORTED or LAYA_IO as laya_model_load; LAYA_OUT_OF_MEMORY as
+ * laya_engine_create. *out is set only on LAYA_OK. */
+laya_status laya_slot_create(const char* path, int n_threads, int64_t n_ctx, laya_slot** out);
+/* Loads, prepares and validates the model at path on the calling thread and
+ * then switches to it. On any failure the current model keeps serving, and
+ * the message says "swap to <path>: <step>: <why>" (step: load, tokenizer,
+ * prepare or probe). Swapping to the file already served is LAYA_OK and
+ * changes nothing. LAYA_INVALID_ARGUMENT for a bad slot handle or a NULL path
+ * (or a FIFO or device path); LAYA_NOT_FOUND for a missing file; LAYA_CORRUPT
+ * for a file that is no model (a truncated one included) or fails the probe;
+ * LAYA_UNSUPPORTED, LAYA_IO, LAYA_OUT_OF_MEMORY as laya_slot_create. Calls on
+ * one slot are serialised (a second waits for the first). */
+laya_status laya_slot_swap_model(laya_slot* slot, const char* path);
+/* Successful swaps so far (0 and a message for a bad handle). */
+int64_t laya_slot_swaps(const laya_slot* slot);
+/* Frees the slot handle; sessions made on it keep it (and the model they
+ * use) until they are freed. NULL, or a pointer that is no live slot handle,
+ * is ignored. */
+void laya_slot_free(laya_slot* slot);
 
 /* A new empty sequence of up to n_ctx positions. It takes KV blocks from the
  * engine's pool as it grows (nothing until its first token) and gives them
@@ -197,6 +238,11 @@ void laya_session_options_default(laya_session_options* opt);
  * NULL options. */
 laya_status laya_session_new_with_options(laya_engine* engine, const laya_tokenizer* tok,
                                           const laya_session_options* opt, laya_session** out);
+/* A session on a slot's current model that follows the slot's swaps (see
+ * laya_slot_create). opt NULL: the defaults. LAYA_INVALID_ARGUMENT for a bad
+ * slot handle, a NULL out or an out-of-range option (as
+ * laya_session_new_with_options). */
+laya_status laya_session_new_on_slot(laya_slot* slot, const laya_session_options* opt, laya_session** out);
 /* NULL, or a pointer that is no live session handle, is ignored. */
 void laya_session_free(laya_session* session);
 /* Replaces the whole text with len bytes of UTF-8; the cursor goes to its end.

@@ -27,6 +27,7 @@
 #include <type_traits>
 
 #include "engine/engine.h"
+#include "session/model_slot.h"
 #include "session/session.h"
 #include "session/session_store.h"
 #include "tokenizer/tokenizer.h"
@@ -39,6 +40,7 @@ constexpr uint64_t kTagEngine = 0x676e652e6179616cULL;
 constexpr uint64_t kTagSequence = 0x7165732e6179616cULL;
 constexpr uint64_t kTagTokenizer = 0x6b6f742e6179616cULL;
 constexpr uint64_t kTagSession = 0x7373732e6179616cULL;
+constexpr uint64_t kTagSlot = 0x746c732e6179616cULL;
 
 // No buffer is larger than PTRDIFF_MAX bytes: a larger count cannot describe
 // the caller's memory (and would overflow the byte arithmetic).
@@ -68,8 +70,13 @@ struct laya_tokenizer {
   uint64_t tag = kTagTokenizer;
   std::shared_ptr<const laya::tok::Tokenizer> t;
 };
+struct laya_slot {
+  uint64_t tag = kTagSlot;
+  std::shared_ptr<laya::ModelSlot> slot;  // shared with the sessions made on it
+};
 struct laya_session {
   uint64_t tag = kTagSession;
+  std::shared_ptr<laya::ModelSlot> slot;  // slot sessions: outlives the session (declared first)
   std::shared_ptr<laya::Engine> engine;  // kept alive while the session lives (declared first: destroyed last)
   std::shared_ptr<const laya::tok::Tokenizer> tok;
   std::unique_ptr<laya::Session> s;
@@ -153,6 +160,7 @@ const char* type_of_tag(uint64_t tag) {
     case kTagSequence: return "laya_sequence";
     case kTagTokenizer: return "laya_tokenizer";
     case kTagSession: return "laya_session";
+    case kTagSlot: return "laya_slot";
     default: return nullptr;
   }
 }
@@ -265,6 +273,43 @@ int64_t laya_engine_n_ctx(const laya_engine* engine) {
 const char* laya_engine_memory_lock_note(const laya_engine* engine) {
   return live(engine, kTagEngine, "laya_engine_memory_lock_note", "engine") ? engine->e->memory_lock_note().c_str()
                                                                             : "";
+}
+
+laya_status laya_slot_create(const char* path, int n_threads, int64_t n_ctx, laya_slot** out) {
+  return guarded("laya_slot_create", [&] {
+    if (!path) return invalid("laya_slot_create: path is NULL");
+    if (!out) return invalid("laya_slot_create: out is NULL");
+    if (n_ctx < 0) {
+      return invalid(fmt::format("laya_slot_create: n_ctx = {}: must be 0 (the model's default) or positive", n_ctx));
+    }
+    laya::ModelSlotOptions o;
+    o.engine.n_threads = n_threads;
+    o.engine.n_ctx = n_ctx;
+    auto r = laya::ModelSlot::create(path, o);
+    if (!r.ok()) return set(r.status());
+    auto h = std::make_unique<laya_slot>();
+    h->slot = std::shared_ptr<laya::ModelSlot>(std::move(r).value());
+    *out = h.release();
+    return set(laya::Status::Ok());
+  }, " (a smaller n_ctx or fewer threads need less)");
+}
+
+laya_status laya_slot_swap_model(laya_slot* slot, const char* path) {
+  return guarded("laya_slot_swap_model", [&] {
+    LAYA_C_TRY(check_handle(slot, kTagSlot, "laya_slot_swap_model", "slot"));
+    if (!path) return invalid("laya_slot_swap_model: path is NULL (the current model keeps serving)");
+    return set(slot->slot->swap_model(path));
+  });
+}
+
+int64_t laya_slot_swaps(const laya_slot* slot) {
+  return live(slot, kTagSlot, "laya_slot_swaps", "slot") ? slot->slot->swaps() : 0;
+}
+
+void laya_slot_free(laya_slot* slot) {
+  if (!slot || !live(slot, kTagSlot, "laya_slot_free", "slot")) return;
+  slot->tag = ~kTagSlot;
+  delete slot;  // its sessions keep the ModelSlot itself
 }
 
 laya_status laya_sequence_new(laya_engine* engine, laya_sequence** out) {
@@ -427,6 +472,36 @@ void laya_session_options_default(laya_session_options* opt) {
   opt->context_tokens = d.context_tokens;
 }
 
+namespace {
+
+// The C options into so, each checked (LAYA_INVALID_ARGUMENT naming the field).
+laya_status session_options(const laya_session_options* opt, laya::SessionOptions* out) {
+  laya::SessionOptions& so = *out;
+  so.heal = opt->heal != 0;
+  // Read as an integer: C may store any int in the enum, which C++ must not
+  // load as a laya_fim_order outside its values.
+  std::underlying_type_t<laya_fim_order> fim;
+  std::memcpy(&fim, &opt->fim, sizeof fim);
+  switch (fim) {
+    case LAYA_FIM_PSM: so.fim = laya::FimOrder::kPsm; break;
+    case LAYA_FIM_SPM: so.fim = laya::FimOrder::kSpm; break;
+    case LAYA_FIM_OFF: so.fim = laya::FimOrder::kOff; break;
+    default:
+      return invalid(fmt::format(
+          "laya_session_new: options.fim = {}: must be LAYA_FIM_PSM (0), LAYA_FIM_SPM (1) or LAYA_FIM_OFF (2)", fim));
+  }
+  if (opt->fim_suffix_tokens < 1 || opt->fim_suffix_tokens > 4096)
+    return invalid("laya_session_new: options.fim_suffix_tokens must be in [1, 4096]");
+  if (opt->fim_suffix_lines < 1) return invalid("laya_session_new: options.fim_suffix_lines must be >= 1");
+  if (opt->context_tokens < 0) return invalid("laya_session_new: options.context_tokens must be >= 0");
+  so.fim_suffix_tokens = opt->fim_suffix_tokens;
+  so.fim_suffix_lines = opt->fim_suffix_lines;
+  so.context_tokens = opt->context_tokens;
+  return LAYA_OK;
+}
+
+}  // namespace
+
 laya_status laya_session_new_with_options(laya_engine* engine, const laya_tokenizer* tok,
                                           const laya_session_options* opt, laya_session** out) {
   return guarded("laya_session_new", [&] {
@@ -434,30 +509,25 @@ laya_status laya_session_new_with_options(laya_engine* engine, const laya_tokeni
     LAYA_C_TRY(check_handle(tok, kTagTokenizer, "laya_session_new", "tok"));
     if (!opt || !out) return invalid("laya_session_new: options and out must not be NULL");
     laya::SessionOptions so;
-    so.heal = opt->heal != 0;
-    // Read as an integer: C may store any int in the enum, which C++ must not
-    // load as a laya_fim_order outside its values.
-    std::underlying_type_t<laya_fim_order> fim;
-    std::memcpy(&fim, &opt->fim, sizeof fim);
-    switch (fim) {
-      case LAYA_FIM_PSM: so.fim = laya::FimOrder::kPsm; break;
-      case LAYA_FIM_SPM: so.fim = laya::FimOrder::kSpm; break;
-      case LAYA_FIM_OFF: so.fim = laya::FimOrder::kOff; break;
-      default:
-        return invalid(fmt::format(
-            "laya_session_new: options.fim = {}: must be LAYA_FIM_PSM (0), LAYA_FIM_SPM (1) or LAYA_FIM_OFF (2)", fim));
-    }
-    if (opt->fim_suffix_tokens < 1 || opt->fim_suffix_tokens > 4096)
-      return invalid("laya_session_new: options.fim_suffix_tokens must be in [1, 4096]");
-    if (opt->fim_suffix_lines < 1) return invalid("laya_session_new: options.fim_suffix_lines must be >= 1");
-    if (opt->context_tokens < 0) return invalid("laya_session_new: options.context_tokens must be >= 0");
-    so.fim_suffix_tokens = opt->fim_suffix_tokens;
-    so.fim_suffix_lines = opt->fim_suffix_lines;
-    so.context_tokens = opt->context_tokens;
+    LAYA_C_TRY(session_options(opt, &so));
     auto h = std::make_unique<laya_session>();
     h->engine = engine->e;
     h->tok = tok->t;
     h->s = std::make_unique<laya::Session>(*h->engine, *h->tok, so);
+    *out = h.release();
+    return set(laya::Status::Ok());
+  });
+}
+
+laya_status laya_session_new_on_slot(laya_slot* slot, const laya_session_options* opt, laya_session** out) {
+  return guarded("laya_session_new_on_slot", [&] {
+    LAYA_C_TRY(check_handle(slot, kTagSlot, "laya_session_new_on_slot", "slot"));
+    if (!out) return invalid("laya_session_new_on_slot: out is NULL");
+    laya::SessionOptions so;
+    if (opt) LAYA_C_TRY(session_options(opt, &so));
+    auto h = std::make_unique<laya_session>();
+    h->slot = slot->slot;
+    h->s = std::make_unique<laya::Session>(*h->slot, so);
     *out = h.release();
     return set(laya::Status::Ok());
   });

@@ -29,6 +29,14 @@ Status lock_pages(const void* p, size_t n, const char* what) {
                             what, static_cast<double>(e - b) / 1e6, std::strerror(err), limit));
 }
 
+void unlock_pages(const void* p, size_t n) {
+  if (p == nullptr || n == 0) return;
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (e > b) (void)munlock(reinterpret_cast<const void*>(b), e - b);  // nothing to report: the memory is being freed
+}
+
 long long locked_bytes() {
   std::FILE* f = std::fopen("/proc/self/status", "r");
   if (!f) return -1;

@@ -63,34 +63,36 @@ constexpr int64_t kMinRoom = 16;
 void Suggestion::clear() {
   text.clear();
   tokens.clear();
-  cut_by_deadline = cancelled = window_moved = fim = false;
+  cut_by_deadline = cancelled = window_moved = fim = rebound = false;
   typed_through = 0;
   healed_bytes = 0;
-  timings.tokenize_ms = timings.prefill_ms = timings.detokenize_ms = timings.total_ms = 0;
+  timings.tokenize_ms = timings.prefill_ms = timings.detokenize_ms = timings.total_ms = timings.rebind_ms = 0;
   timings.tokens_reused = timings.tokens_computed = 0;
   timings.decode_ms.clear();
 }
 
 Session::Session(Engine& engine, const tok::Tokenizer& tokenizer, const SessionOptions& options)
-    : eng_(engine),
-      tok_(tokenizer),
+    : eng_(&engine),
+      tok_(&tokenizer),
       opts_(options),
       prefix_tok_(tokenizer, /*parse_special=*/false),  // typed "<|endoftext|>" is text, not a control token
       suffix_tok_(tokenizer, /*parse_special=*/false),
-      seq_(engine.new_sequence()),
-      masks_(continuation_masks(tokenizer, static_cast<int>(engine.n_vocab()), engine.hparams().eos_id)) {
-  if (opts_.fim != FimOrder::kOff) {
-    const auto f = tok_.fim_tokens();
-    if (f.complete()) {
-      fim_pre_ = f.prefix;
-      fim_suf_ = f.suffix;
-      fim_mid_ = f.middle;
-    }
-  }
-  if (opts_.heal) (void)tok_.prefix_index();  // built now, not on the first keystroke
+      seq_(engine.new_sequence()) {
+  init_model_state();
 }
 
-Session::~Session() = default;
+Session::Session(ModelSlot& slot, const SessionOptions& options) : Session(slot.current(), &slot, options) {}
+
+Session::Session(std::shared_ptr<const ModelBundle> bundle, ModelSlot* slot, const SessionOptions& options)
+    : Session(*bundle->engine, *bundle->tokenizer, options) {
+  slot_ = slot;
+  bundle_ = std::move(bundle);
+  slot_->attach(this);
+}
+
+Session::~Session() {
+  if (slot_) slot_->detach(this);  // waits for a prewarm of this session in progress
+}
 
 void Session::cancel() {
   cancel_epoch_.fetch_add(1);
@@ -125,9 +127,13 @@ Status Session::set_text(std::string_view text) {
   std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;
   LAYA_TRY(check_utf8(text, "set_text", &n));
-  text_.assign(text);
-  n_cp_ = cursor_cp_ = n;
-  cursor_byte_ = text_.size();
+  {
+    std::lock_guard<std::mutex> pw(prewarm_mu_);
+    text_.assign(text);
+    other_unchanged_ = prepared_unchanged_ = 0;
+    n_cp_ = cursor_cp_ = n;
+    cursor_byte_ = text_.size();
+  }
   win_dirty_ = true;  // the window is chosen (and tokenized) at the next suggest
   has_current_ = false;
   return Status::Ok();
@@ -162,10 +168,15 @@ Status Session::edit_locked(size_t pos_cp, size_t n_deleted_cp, std::string_view
   // edit before, at, across or after the cursor.
   const size_t a = std::min(b, cursor_byte_);
   const size_t old_tail = cursor_byte_ - a;
-  text_.replace(b, e - b, inserted);
-  n_cp_ = n_cp_ - n_deleted_cp + n_ins;
-  cursor_cp_ = pos_cp + n_ins;
-  cursor_byte_ = b + inserted.size();
+  {
+    std::lock_guard<std::mutex> pw(prewarm_mu_);
+    text_.replace(b, e - b, inserted);
+    other_unchanged_ = std::min(other_unchanged_, b);
+    prepared_unchanged_ = std::min(prepared_unchanged_, b);
+    n_cp_ = n_cp_ - n_deleted_cp + n_ins;
+    cursor_cp_ = pos_cp + n_ins;
+    cursor_byte_ = b + inserted.size();
+  }
   has_current_ = false;
   if (!win_dirty_) {
     const std::string_view now = std::string_view(text_).substr(a, cursor_byte_ - a);
@@ -192,8 +203,11 @@ Status Session::move(size_t cursor_cp) {
                                   : prefix_tok_.edit(nb - win_byte_, cursor_byte_ - nb, {});
     if (!st.ok()) win_dirty_ = true;
   }
-  cursor_cp_ = cursor_cp;
-  cursor_byte_ = nb;
+  {
+    std::lock_guard<std::mutex> pw(prewarm_mu_);
+    cursor_cp_ = cursor_cp;
+    cursor_byte_ = nb;
+  }
   has_current_ = false;
   pending_tokenize_ms_ += ms_since(t0);
   return Status::Ok();
@@ -236,7 +250,7 @@ Status Session::pin_window(size_t start_cp) {
 int64_t Session::window_room(int max_tokens) const {
   int64_t ctx = seq_->n_ctx();
   if (opts_.context_tokens > 0) ctx = std::min(ctx, opts_.context_tokens);
-  const bool bos = tok_.add_bos_default() && tok_.bos_id() >= 0;
+  const bool bos = tok_->add_bos_default() && tok_->bos_id() >= 0;
   // The FIM part is reserved whether or not this keystroke has a suffix, so
   // the room (and with it the window) does not change as the cursor moves.
   const int64_t fim = fim_mid_ >= 0 ? 3 + opts_.fim_suffix_tokens : 0;
@@ -263,7 +277,7 @@ Status Session::choose_window(int64_t room) {
   std::vector<int32_t> ids;
   auto tokens = [&](size_t s) -> int64_t {
     ids.clear();
-    (void)tok_.encode_append(t.substr(s, c - s), false, &ids);
+    (void)tok_->encode_append(t.substr(s, c - s), false, &ids);
     return static_cast<int64_t>(ids.size());
   };
   const int64_t target = room / 2;
@@ -364,15 +378,15 @@ Status Session::build_suffix() {
 void Session::build_prompt() {
   prompt_.clear();
   const auto& ids = prefix_tok_.ids();
-  const bool bos = tok_.add_bos_default() && tok_.bos_id() >= 0;
+  const bool bos = tok_->add_bos_default() && tok_->bos_id() >= 0;
   const bool fim = fim_mid_ >= 0 && !suffix_ids_.empty();
   size_t heal_n = opts_.heal ? std::min(prefix_tok_.last_piece_tokens(), kMaxHealTokens) : 0;
   heal_n = std::min(heal_n, ids.size());
   if (!bos && !fim && heal_n == ids.size() && heal_n > 0) --heal_n;  // keep one token to start from
   const size_t keep = ids.size() - heal_n;
   heal_.clear();
-  for (size_t i = keep; i < ids.size(); ++i) heal_ += tok_.token_bytes(ids[i]);
-  if (bos) prompt_.push_back(tok_.bos_id());
+  for (size_t i = keep; i < ids.size(); ++i) heal_ += tok_->token_bytes(ids[i]);
+  if (bos) prompt_.push_back(tok_->bos_id());
   auto add_prefix = [&] { prompt_.insert(prompt_.end(), ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(keep)); };
   if (!fim) {
     add_prefix();
@@ -399,7 +413,7 @@ Status Session::check_options(const SuggestOptions& opt) const {
                               opt.max_tokens, std::max<int64_t>(1, opt.max_tokens + window_room(opt.max_tokens) - kMinRoom),
                               seq_->n_ctx(), kMinRoom));
   }
-  if (Status st = Sampler::validate(opt.sampling, static_cast<int>(eng_.n_vocab())); !st.ok()) {
+  if (Status st = Sampler::validate(opt.sampling, static_cast<int>(eng_->n_vocab())); !st.ok()) {
     return Status(st.code(), fmt::format("suggest: {}", st.message()));
   }
   return Status::Ok();
@@ -428,13 +442,13 @@ size_t Session::reuse_chain(const SuggestOptions& opt) {
   if (!std::equal(prompt_.begin() + static_cast<std::ptrdiff_t>(chain_start_), prompt_.end(), chain_.begin())) return 0;
   std::string_view r_old = chain_heal_;
   for (size_t j = 0; j < k; ++j) {
-    if (!heal_allows(tok_.token_bytes(chain_[j]), r_old)) return 0;
-    r_old = heal_advance(tok_.token_bytes(chain_[j]), r_old);
+    if (!heal_allows(tok_->token_bytes(chain_[j]), r_old)) return 0;
+    r_old = heal_advance(tok_->token_bytes(chain_[j]), r_old);
   }
   std::string_view r_new = heal_;
   size_t v = 0;  // valid chain tokens from k on
   for (size_t j = k; j < chain_.size(); ++j, ++v) {
-    const std::string& b = tok_.token_bytes(chain_[j]);
+    const std::string& b = tok_->token_bytes(chain_[j]);
     if (!r_new.starts_with(r_old) || !heal_allows(b, r_new)) break;
     if (!r_new.empty() && masks_.eog.contains(chain_[j])) break;  // healing never ends on end-of-generation
     r_old = heal_advance(b, r_old);
@@ -482,7 +496,7 @@ Status Session::prefill_prompt(Suggestion& s) {
   // An empty sequence (a new session, one whose KV was released) looks for
   // its prompt's blocks too: another document with the same head, or this
   // one's own blocks still cached since release_kv().
-  if (common < static_cast<size_t>(eng_.options().kv_block_positions) &&
+  if (common < static_cast<size_t>(eng_->options().kv_block_positions) &&
       ((seq_->n_past() > static_cast<int64_t>(common) && prompt_.size() > 2 * common) || seq_->n_past() == 0)) {
     // Only the first few tokens (BOS) match: the prompt switched between plain
     // and FIM (PSM puts the prefix marker after BOS: a move into a line with
@@ -492,9 +506,17 @@ Status Session::prefill_prompt(Suggestion& s) {
     // ~700-token prefills at every move into the text and back). At worst
     // the < one block of common tokens is computed again.
     LAYA_TRY(truncate_to(0));
-    common = static_cast<size_t>(std::min<int64_t>(eng_.reuse_cached_prefix(*seq_, prompt_),
+    common = static_cast<size_t>(std::min<int64_t>(eng_->reuse_cached_prefix(*seq_, prompt_),
                                                    static_cast<int64_t>(prompt_.size())));
   }
+  if (rebound_ && seq_->n_past() == 0) {
+    // The first prompt after a swap: the model may be one this session used
+    // before (the slot's kept bundle), whose pool still holds the blocks of
+    // this prompt under their content keys (model_slot.h). Taken, not recomputed.
+    common = static_cast<size_t>(
+        std::min<int64_t>(eng_->reuse_cached_prefix(*seq_, prompt_), static_cast<int64_t>(prompt_.size())));
+  }
+  rebound_ = false;
   if (common == prompt_.size()) --common;
   s.timings.tokens_reused = static_cast<int64_t>(common);
   logits_at_ = -1;
@@ -504,7 +526,7 @@ Status Session::prefill_prompt(Suggestion& s) {
   }
   if (static_cast<int64_t>(common) < saved_at_) saved_at_ = -1;  // the prefill cuts what the saved logits followed
   const std::span<const int32_t> rest(prompt_.data() + common, prompt_.size() - common);
-  Status st = eng_.prefill(*seq_, rest, static_cast<int64_t>(common), nullptr, &cancel_);
+  Status st = eng_->prefill(*seq_, rest, static_cast<int64_t>(common), nullptr, &cancel_);
   s.timings.tokens_computed = std::max<int64_t>(0, seq_->n_past() - static_cast<int64_t>(common));
   s.timings.prefill_ms = ms_since(t0);
   if (st.code() == StatusCode::kCancelled) {  // the sequence holds the chunks done: a prefix of the prompt
@@ -515,7 +537,7 @@ Status Session::prefill_prompt(Suggestion& s) {
   logits_at_ = seq_->n_past();
   // Kept for the next keystroke (32 KB for the default model; a copy costs
   // microseconds, the forward pass it saves ~0.6 ms).
-  saved_logits_.assign(seq_->logits(), seq_->logits() + eng_.n_vocab());
+  saved_logits_.assign(seq_->logits(), seq_->logits() + eng_->n_vocab());
   saved_at_ = logits_at_;
   return Status::Ok();
 }
@@ -524,12 +546,12 @@ Status Session::prefill_prompt(Suggestion& s) {
 Status Session::truncate_to(int64_t n) {
   if (n < saved_at_) saved_at_ = -1;
   if (n < seq_->n_past()) logits_at_ = -1;
-  return eng_.truncate(*seq_, n);
+  return eng_->truncate(*seq_, n);
 }
 
 Sampler& Session::sampler_for(const SamplerParams& p) {
   if (!sampler_ || !same_params(sampler_->params(), p)) {
-    sampler_ = std::make_unique<Sampler>(p, static_cast<int>(eng_.n_vocab()));
+    sampler_ = std::make_unique<Sampler>(p, static_cast<int>(eng_->n_vocab()));
     sampler_->set_mask(masks_.control);  // control tokens (FIM markers, BOS) are never part of a suggestion
   }
   // The same draws for the same text, keystroke after keystroke: a suggestion
@@ -548,10 +570,10 @@ int32_t Session::pick(const SuggestOptions& opt, Sampler& smp, std::string_view 
   if (heal_left.empty()) return smp.sample(lg, history_);
   int32_t best = -1;
   auto consider = [&](int32_t id) {
-    if (id >= eng_.n_vocab() || masks_.control.contains(id) || masks_.eog.contains(id)) return;
+    if (id >= eng_->n_vocab() || masks_.control.contains(id) || masks_.eog.contains(id)) return;
     if (best < 0 || lg[id] > lg[best] || (lg[id] == lg[best] && id < best)) best = id;
   };
-  for (int32_t id : tok_.prefix_index().starting_with(heal_left)) consider(id);
+  for (int32_t id : tok_->prefix_index().starting_with(heal_left)) consider(id);
   (void)opt;
   return best;
 }
@@ -609,7 +631,7 @@ Status Session::generate(const SuggestOptions& opt, std::optional<Clock::time_po
           }
           logits_at_ = -1;
           if (seq_->n_past() >= at) LAYA_TRY(truncate_to(at - 1));
-          if (Status st = eng_.decode(*seq_, chain_[i - 1]); !st.ok()) {
+          if (Status st = eng_->decode(*seq_, chain_[i - 1]); !st.ok()) {
             return Status(st.code(), fmt::format("suggest: decode step {}: {}", i, st.message()));
           }
           logits_at_ = seq_->n_past();
@@ -625,7 +647,7 @@ Status Session::generate(const SuggestOptions& opt, std::optional<Clock::time_po
     s.tokens.push_back(id);
     if (need_history) history_.push_back(id);
     const auto t0 = Clock::now();
-    const std::string& b = tok_.token_bytes(id);
+    const std::string& b = tok_->token_bytes(id);
     const size_t skip = std::min(b.size(), heal_left.size());
     heal_left = heal_advance(b, heal_left);
     pending_.append(b, skip);
@@ -660,12 +682,24 @@ Status Session::suggest_into(const SuggestOptions& opt, Suggestion* out,
   std::lock_guard<std::mutex> lock(mu_);
   cancel_.store(false);
   if (cancel_epoch_.load() != epoch) cancel_.store(true);
+  // A hot swap since the last suggest: move to the new model first (one
+  // atomic load when there was none).
+  double rebind_ms = -1;
+  if (slot_ && slot_->current_id() != bundle_->id) {
+    const auto tr = Clock::now();
+    rebind_locked(slot_->current());
+    rebind_ms = ms_since(tr);
+  }
   LAYA_TRY(check_options(opt));
+  last_max_tokens_.store(opt.max_tokens, std::memory_order_relaxed);
+  last_used_ns_.store(start.time_since_epoch().count(), std::memory_order_relaxed);
   const std::optional<Clock::time_point> end = opt.deadline.end_for(start);
   Suggestion& s = current_;
   s.clear();
   has_current_ = false;
   first_logits_ = nullptr;
+  s.rebound = rebind_ms >= 0;
+  s.timings.rebind_ms = std::max(rebind_ms, 0.0);
   const auto t0 = Clock::now();
   Status st = update_window(opt.max_tokens, s);
   if (st.ok() && fim_mid_ >= 0) st = build_suffix();
@@ -744,11 +778,11 @@ Status Session::restore(const SavedState& st, const std::function<const uint8_t*
                   fmt::format("session restore: cursor {} and window start {} must satisfy window <= cursor <= {} "
                               "(the text's code points)", st.cursor_cp, st.window_cp, n));
   }
-  LAYA_TRY(check_ids(st.tokens, eng_.n_vocab(), "cached token"));
-  LAYA_TRY(check_ids(st.chain, eng_.n_vocab(), "chain token"));
-  if (!st.prompt_logits.empty() && static_cast<int64_t>(st.prompt_logits.size()) != eng_.n_vocab()) {
+  LAYA_TRY(check_ids(st.tokens, eng_->n_vocab(), "cached token"));
+  LAYA_TRY(check_ids(st.chain, eng_->n_vocab(), "chain token"));
+  if (!st.prompt_logits.empty() && static_cast<int64_t>(st.prompt_logits.size()) != eng_->n_vocab()) {
     return Status(StatusCode::kInvalidArgument, fmt::format("session restore: {} prompt logits, expected n_vocab = {}",
-                                                            st.prompt_logits.size(), eng_.n_vocab()));
+                                                            st.prompt_logits.size(), eng_->n_vocab()));
   }
   text_ = st.text;
   n_cp_ = n;
@@ -761,7 +795,7 @@ Status Session::restore(const SavedState& st, const std::function<const uint8_t*
   // was until it no longer fits, so a fresh choice may differ and change the prompt).
   if (!st.window_dirty) LAYA_TRY(set_window(byte_of(st.window_cp)));
   if (!kv_src || st.tokens.empty()) return Status::Ok();
-  if (Status s = eng_.restore_sequence(*seq_, st.tokens, kv_src); !s.ok()) {
+  if (Status s = eng_->restore_sequence(*seq_, st.tokens, kv_src); !s.ok()) {
     if (kv_note) *kv_note = s.message();
     return Status::Ok();  // restored from the text: the next suggest recomputes
   }

@@ -68,17 +68,17 @@ bool EditTokenizer::window_normalization_stable(std::string_view text, size_t b,
   }
   std::string_view ext = text.substr(lo, hi - lo);
   if (all_ascii(ext)) return true;
-  return tok_.normalize(ext, false) == ext;
+  return tok_->normalize(ext, false) == ext;
 }
 
-EditTokenizer::EditTokenizer(const Tokenizer& tok, bool parse_special) : tok_(tok), parse_special_(parse_special) {}
+EditTokenizer::EditTokenizer(const Tokenizer& tok, bool parse_special) : tok_(&tok), parse_special_(parse_special) {}
 
 Status EditTokenizer::set_text(std::string_view text) {
   text_.assign(text);
   return full();
 }
 
-bool EditTokenizer::incremental_ok() const { return tok_.supports_incremental() && !units_.empty(); }
+bool EditTokenizer::incremental_ok() const { return tok_->supports_incremental() && !units_.empty(); }
 
 Status EditTokenizer::full() {
   last_full_ = true;
@@ -89,13 +89,13 @@ Status EditTokenizer::full() {
   std::vector<int32_t>& ids = new_ids_;
   ids.clear();
   units_.clear();
-  if (!tok_.supports_incremental()) {
-    LAYA_TRY(tok_.encode_append(text_, parse_special_, &ids));
-  } else if (tok_.model_type() == ModelType::kSpm) {
+  if (!tok_->supports_incremental()) {
+    LAYA_TRY(tok_->encode_append(text_, parse_special_, &ids));
+  } else if (tok_->model_type() == ModelType::kSpm) {
     // SentencePiece: units are the raw pieces between uncrossable boundaries.
     std::vector<Tokenizer::Fragment>& frags = frags_;
     frags.clear();
-    tok_.split_added(text_, parse_special_, &frags);
+    tok_->split_added(text_, parse_special_, &frags);
     for (const auto& f : frags) {
       if (f.token >= 0) {
         units_.push_back({f.begin, f.end, uint32_t(ids.size()), 1, true});
@@ -104,9 +104,9 @@ Status EditTokenizer::full() {
       }
       std::string_view subject = std::string_view(text_).substr(0, f.end);
       for (size_t c = f.begin; c < f.end;) {
-        Span p = tok_.next_level1_piece(subject, c);
+        Span p = tok_->next_level1_piece(subject, c);
         uint32_t t0 = uint32_t(ids.size());
-        tok_.encode_unit(subject.substr(p.begin, p.end - p.begin), p.begin == f.begin, &ids);
+        tok_->encode_unit(subject.substr(p.begin, p.end - p.begin), p.begin == f.begin, &ids);
         units_.push_back({p.begin, p.end, t0, uint32_t(ids.size()) - t0, false});
         c = p.end;
       }
@@ -114,7 +114,7 @@ Status EditTokenizer::full() {
   } else {
     std::vector<Tokenizer::Fragment>& frags = frags_;
     frags.clear();
-    tok_.split_added(text_, parse_special_, &frags);
+    tok_->split_added(text_, parse_special_, &frags);
     std::vector<Span>& spans = spans_;
     bool norm_changed = false;
     for (const auto& f : frags) {
@@ -124,13 +124,13 @@ Status EditTokenizer::full() {
         continue;
       }
       std::string_view raw = std::string_view(text_).substr(f.begin, f.end - f.begin);
-      std::string norm = tok_.normalize(raw, true);
+      std::string norm = tok_->normalize(raw, true);
       if (norm != raw) norm_changed = true;
       spans.clear();
-      tok_.pre_split(norm, &spans);
+      tok_->pre_split(norm, &spans);
       for (const Span& s : spans) {
         uint32_t t0 = uint32_t(ids.size());
-        tok_.encode_piece(std::string_view(norm).substr(s.begin, s.end - s.begin), &ids);
+        tok_->encode_piece(std::string_view(norm).substr(s.begin, s.end - s.begin), &ids);
         units_.push_back({f.begin + s.begin, f.begin + s.end, t0, uint32_t(ids.size()) - t0, false});
       }
     }
@@ -163,12 +163,12 @@ Status EditTokenizer::edit(size_t pos, size_t del, std::string_view ins) {
 
   // Added tokens: any near the edit in the new text, or an old added-token unit
   // touching the edited range → full re-tokenization.
-  const size_t maxlen = tok_.max_added_token_len();
+  const size_t maxlen = tok_->max_added_token_len();
   if (maxlen > 0) {
     size_t from = pos > maxlen ? pos - maxlen : 0;
     size_t to = std::min(text_.size(), ins_end + 1);
     for (size_t i = from; i < to; ++i)
-      if (tok_.is_added_first_byte(uint8_t(text_[i])) && tok_.added_match_at(text_, i, parse_special_)) return full();
+      if (tok_->is_added_first_byte(uint8_t(text_[i])) && tok_->added_match_at(text_, i, parse_special_)) return full();
   }
 
   // k: the unit containing old byte `pos` (or the last one).
@@ -227,16 +227,16 @@ Status EditTokenizer::edit(size_t pos, size_t del, std::string_view ins) {
         break;
       }
     }
-    Span p = tok_.next_level1_piece(subject, cursor);
+    Span p = tok_->next_level1_piece(subject, cursor);
     if (p.end <= p.begin) break;
     uint32_t t0 = uint32_t(new_ids.size());
-    tok_.encode_unit(subject.substr(p.begin, p.end - p.begin), p.begin == frag_start, &new_ids);
+    tok_->encode_unit(subject.substr(p.begin, p.end - p.begin), p.begin == frag_start, &new_ids);
     new_units.push_back({p.begin, p.end, t0, uint32_t(new_ids.size()) - t0, false});
     cursor = p.end;
   }
   if (!synced) j = frag_end_unit;
   const size_t resync_new = synced ? cursor : F_end;
-  if (tok_.has_normalizer()) {
+  if (tok_->has_normalizer()) {
     // The rest of the text was invariant under the normalizer (full() checks);
     // the edited window must be too, together with its neighbours: one starter
     // before and after it, and any combining marks next to them.

@@ -265,7 +265,9 @@ class EditTokenizer {
   bool incremental_ok() const;
   bool window_normalization_stable(std::string_view text, size_t b, size_t e) const;
 
-  const Tokenizer& tok_;
+  // A pointer, not a reference, so that the object can be assigned: a
+  // session rebinds its state to another model's tokenizer (hot model swap).
+  const Tokenizer* tok_;
   bool parse_special_;
   std::string text_;
   std::vector<int32_t> ids_;

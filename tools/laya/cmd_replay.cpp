@@ -45,6 +45,16 @@
 // cursor and window computes the suggestion from scratch; different token ids
 // are a mismatch.
 // At the end the document's sha256 must equal the header's final_sha256.
+//
+// Hot model swap (issue 12): --swap-to OTHER --swap-every N swaps the model
+// between -m and OTHER every N events on another thread, while the events
+// play (replay_swap.h), and once, past the middle, to --swap-bad FILE, which
+// must fail and leave the old model serving. Sessions follow the swaps
+// (Session on a ModelSlot); --verify checks each suggestion against a fresh
+// session on the model that computed it. The JSON adds swaps, swaps_failed,
+// swap_added_ms and the rest defined in replay_swap.cpp; swap_added_ms needs
+// the synchronous replay (--fast or --verify) and two more replays without
+// swaps (one per model, --fast, not verified) to subtract from.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -65,6 +75,8 @@
 #include "latency_stats.h"
 #include "report_html.h"
 #include "outputs.h"
+#include "replay_swap.h"
+#include "session/model_slot.h"
 #include "session/scheduler.h"
 #include "session/session.h"
 #include "tokenizer/tokenizer.h"
@@ -110,6 +122,7 @@ struct Stats {
     fim_events += sg.fim;
     healed_events += sg.healed_bytes > 0;
   }
+  std::vector<SwapEventTime> times;  // synchronous replay: every event, for the swap statistics
   void add(const Stats& o) {
     events += o.events;
     mismatches += o.mismatches;
@@ -128,6 +141,7 @@ struct Stats {
     tokenize_ms.insert(tokenize_ms.end(), o.tokenize_ms.begin(), o.tokenize_ms.end());
     prefill_ms.insert(prefill_ms.end(), o.prefill_ms.begin(), o.prefill_ms.end());
     decode_ms.insert(decode_ms.end(), o.decode_ms.begin(), o.decode_ms.end());
+    times.insert(times.end(), o.times.begin(), o.times.end());
   }
 };
 
@@ -177,13 +191,15 @@ void print_stats(const std::string& name, const Stats& s, bool verify) {
 
 class Replayer {
  public:
-  Replayer(Engine& eng, const tok::Tokenizer& tk, const SessionOptions& so, const SuggestOptions& opt, bool fast,
-           bool verify)
-      : eng_(eng), tk_(tk), so_(so), opt_(opt), fast_(fast), verify_(verify) {}
+  // Sessions are made on `slot` and follow its swaps; `swaps` (may be null)
+  // hears of every event; `swap_to`: the canonical path of --swap-to ("" none).
+  Replayer(ModelSlot& slot, const SessionOptions& so, const SuggestOptions& opt, bool fast, bool verify,
+           SwapDriver* swaps = nullptr, std::string swap_to = "")
+      : slot_(slot), so_(so), opt_(opt), fast_(fast), verify_(verify), swaps_(swaps), swap_to_(std::move(swap_to)) {}
 
   Status run(const Trace& t, Stats* s) {
     if (!fast_ && !verify_) return run_async(t, s);
-    Session live(eng_, tk_, so_);
+    Session live(slot_, so_);
     Clock::time_point first_piece;
     bool got_piece = false;
     // Built once: the callback only notes the first piece's time.
@@ -206,6 +222,9 @@ class Replayer {
       ++s->events;
       s->record(std::chrono::duration<double, std::milli>(t1 - t0).count(),
                 std::chrono::duration<double, std::milli>((got_piece ? first_piece : t1) - t0).count(), *sug);
+      s->times.push_back(SwapEventTime{t0, t1, s->suggest_ms.back(), live.bundle()->path == swap_to_,
+                                       sug->rebound, sug->timings.rebind_ms});
+      if (swaps_) swaps_->after_event();  // before --verify's work: the swap overlaps what follows
       if (verify_) {
         LAYA_ASSIGN_OR_RETURN(bool same, same_as_fresh(live, *sug, where));
         if (!same) ++s->mismatches;
@@ -230,7 +249,7 @@ class Replayer {
 
   // At the recorded pace, asynchronously: see the top of this file.
   Status run_async(const Trace& t, Stats* s) {
-    Session live(eng_, tk_, so_);
+    Session live(slot_, so_);
     SuggestScheduler sched;
     std::vector<EventRecord> rec(t.events.size());
     std::mutex mu;  // guards rec between the worker's callbacks and this thread
@@ -272,6 +291,7 @@ class Replayer {
       };
       sched.submit(live, opt_, std::move(cb));
       newest = i;
+      if (swaps_) swaps_->after_event();
     }
     sched.wait_idle();
     sched.forget(live);
@@ -322,8 +342,10 @@ class Replayer {
     return rest.empty() ? Status::Ok() : s.edit(s.cursor(), 0, rest);
   }
 
+  // From scratch on the model that computed `a` (the one `live` is bound to
+  // after its suggest: a session moves to a new model only at its next one).
   Result<bool> same_as_fresh(const Session& live, const Suggestion& a, const std::string& where) {
-    Session fresh(eng_, tk_, so_);
+    Session fresh(live.engine(), live.tokenizer(), so_);
     Status st = fresh.set_text(live.text());
     if (st.ok()) st = fresh.move(live.cursor());
     if (st.ok()) st = fresh.pin_window(live.window_start());
@@ -335,12 +357,68 @@ class Replayer {
     return false;
   }
 
-  Engine& eng_;
-  const tok::Tokenizer& tk_;
+  ModelSlot& slot_;
   SessionOptions so_;
   SuggestOptions opt_;
   bool fast_, verify_;
+  SwapDriver* swaps_;
+  std::string swap_to_;
 };
+
+}  // namespace
+
+namespace {
+
+// The suggest_ms of every event of `traces` replayed with no swap on the model
+// at `path` (--fast, synchronous, not verified): what swap_added_ms subtracts.
+Result<std::vector<double>> baseline(const std::string& path, const ModelSlotOptions& mso, const SessionOptions& so,
+                                     const SuggestOptions& opt, const std::vector<Trace>& traces) {
+  LAYA_ASSIGN_OR_RETURN(std::unique_ptr<ModelSlot> slot, ModelSlot::create(path, mso));
+  Replayer rp(*slot, so, opt, /*fast=*/true, /*verify=*/false);
+  Stats all;
+  for (const Trace& t : traces) {
+    Stats s;
+    LAYA_TRY(rp.run(t, &s));
+    all.add(s);
+  }
+  fmt::print("baseline without swaps on {}: {} events, suggest_ms {}\n", path, all.events, ms_line(all.suggest_ms));
+  return all.suggest_ms;
+}
+
+// The swap results on stdout; false when the swaps did not go as they must
+// (a good swap failed, or the bad file was taken or left no model serving).
+bool print_swaps(const nlohmann::json& j, bool bad_asked) {
+  fmt::print("swaps: {} done, {} failed, {} requests skipped (a swap was still running); swap_ms p50 {:.1f} max {:.1f}\n",
+             j["swaps"].get<int64_t>(), j["swaps_failed"].get<int64_t>(), j["swap_requests_skipped"].get<int64_t>(),
+             j["swap_ms"]["p50"].get<double>(), j["swap_ms"]["max"].get<double>());
+  if (!j["swap_added_ms"].is_null())
+    fmt::print("  swap_added_ms p50 {:.3f} p99 {:.3f} max {:.3f} over {} affected events; rebind_ms p50 {:.3f} max {:.3f}\n",
+               j["swap_added_ms"]["p50"].get<double>(), j["swap_added_ms"]["p99"].get<double>(),
+               j["swap_added_ms"]["max"].get<double>(), j["swap_affected_events"].get<int64_t>(),
+               j["rebind_ms"]["p50"].get<double>(), j["rebind_ms"]["max"].get<double>());
+  if (!j["swap_added_ms_by_cause"].is_null()) {
+    for (const char* cause : {"first_on_new_model", "overlapped_a_load"}) {
+      const auto& c = j["swap_added_ms_by_cause"][cause];
+      fmt::print("    {}: {} events, p50 {:.3f} p99 {:.3f} max {:.3f}\n", cause, c["n"].get<int64_t>(),
+                 c["p50"].get<double>(), c["p99"].get<double>(), c["max"].get<double>());
+    }
+  }
+  fmt::print("  RSS {:.1f} MB after the first swap, {:.1f} MB at the end\n", j["rss_mb_after_first_swap"].get<double>(),
+             j["rss_mb_end"].get<double>());
+  bool good = j["swap_errors"].empty();
+  for (const auto& e : j["swap_errors"]) fmt::print(stderr, "laya replay: swap failed: {}\n", e.get<std::string>());
+  const auto& bad = j["bad_swap"];
+  if (bad.is_null()) {
+    if (bad_asked) warn("replay", "--swap-bad: no swap was requested past the middle of the run (lower --swap-every)");
+  } else if (!bad["failed"].get<bool>() || !bad["old_model_kept"].get<bool>()) {
+    fmt::print(stderr, "laya replay: --swap-bad {}: {}\n", bad["file"].get<std::string>(),
+               bad["failed"].get<bool>() ? "the old model was not kept" : "the swap succeeded (it must fail validation)");
+    good = false;
+  } else {
+    fmt::print("  bad swap refused, old model kept: {}\n", bad["message"].get<std::string>());
+  }
+  return good;
+}
 
 }  // namespace
 
@@ -369,13 +447,24 @@ int cmd_replay(int argc, char** argv) {
   app.add_option("--fim", fim, "fill-in-the-middle prompt order where the model has FIM tokens: psm, spm or off")
       ->check(CLI::IsMember({"psm", "spm", "off"}));
   app.add_option("--fim-suffix-tokens", so.fim_suffix_tokens, "bound of the suffix in tokens")->transform(int_in(1, 512));
+  std::string swap_to, swap_bad;
+  int64_t swap_every = 0;
+  app.add_option("--swap-to", swap_to, "hot swap: switch between -m and this model while the traces play");
+  app.add_option("--swap-every", swap_every, "hot swap: events between swaps")->transform(int_in(1, 1 << 30));
+  app.add_option("--swap-bad", swap_bad, "hot swap: once, past the middle, swap to this file (it must fail validation)");
   EngineFlags flags;
   flags.add_to(app, false);
   if (auto rc = parse_args(app, argc, argv, "replay")) return *rc;
-  // --json is checked before any work: never a trace or the model, and an
+  if (swap_to.empty() != (swap_every == 0))
+    return report_error("replay", Status(StatusCode::kInvalidArgument, "--swap-to and --swap-every go together"));
+  if (!swap_bad.empty() && swap_to.empty())
+    return report_error("replay", Status(StatusCode::kInvalidArgument, "--swap-bad needs --swap-to and --swap-every"));
+  // --json is checked before any work: never a trace or a model, and an
   // existing file only when it is an earlier result of replay.
   std::vector<std::string> inputs = paths;
   inputs.push_back(flags.model_path);
+  for (const std::string* p : {&swap_to, &swap_bad})
+    if (!p->empty()) inputs.push_back(*p);
   const OutputOptions json_opt = json_output("--json", inputs, {"traces", "paced", "max_tokens"});
   if (!json_path.empty()) {
     if (Status st = check_output(json_path, json_opt); !st.ok()) return report_error("replay", st);
@@ -397,11 +486,13 @@ int cmd_replay(int argc, char** argv) {
   // the run; the results of the traces before it are still written
   // (marked "incomplete").
   std::vector<Trace> traces;
+  int64_t total_events = 0;
   for (const std::string& p : paths) {
     auto t = load_trace(p);
     if (!t.ok()) return report_error("replay", t.status());
     // The rebuilt text against final_sha256 now, not after minutes of replay.
     if (auto d = final_document(t.value()); !d.ok()) return report_error("replay", d.status());
+    total_events += static_cast<int64_t>(t->events.size());
     traces.push_back(std::move(t).value());
   }
   if (Status st = check_unique_names(traces); !st.ok()) return report_error("replay", st);
@@ -412,20 +503,38 @@ int cmd_replay(int argc, char** argv) {
       warn("replay", fmt::format("replaying at the recorded pace takes {:.0f} minutes (the traces' t_ms); --fast plays "
                                  "events back to back", total_ms / 60e3));
   }
-  auto m = flags.load_model();
-  if (!m.ok()) return report_error("replay", m.status());
-  std::shared_ptr<const Model> model = std::move(m).value();
-  auto tr = flags.load_tokenizer(*model);
-  if (!tr.ok()) return report_error("replay", tr.status());
-  std::unique_ptr<tok::Tokenizer> tk = std::move(tr).value();
-  auto e = flags.make_typing_engine(model, max_ctx, "replay", app.count("--max-ctx") > 0);
-  if (!e.ok()) return report_error("replay", e.status());
-  warn("replay", (*e)->memory_lock_note());
+  if (flags.model_path.empty()) return report_error("replay", Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL"));
+  // The model goes into a slot (session/model_slot.h) whether or not it is
+  // swapped: one code path, and the slot validates it as it would a swap.
+  ModelSlotOptions mso;
+  flags.apply(&mso.engine);
+  mso.engine.n_ctx = max_ctx;  // capped by the slot at each model's trained context
   SuggestOptions opt;
   opt.max_tokens = max_tokens;
   so.heal = !no_heal;
   so.fim = fim == "spm" ? FimOrder::kSpm : fim == "off" ? FimOrder::kOff : FimOrder::kPsm;
-  Replayer rp(**e, *tk, so, opt, fast, verify);
+  const bool swapping = !swap_to.empty();
+  std::vector<double> base_a, base_b;
+  if (swapping && (fast || verify)) {  // before the measured run, whose memory they must not share
+    auto a = baseline(flags.model_path, mso, so, opt, traces);
+    if (!a.ok()) return report_error("replay", a.status());
+    auto b = baseline(swap_to, mso, so, opt, traces);
+    if (!b.ok()) return report_error("replay", b.status());
+    base_a = std::move(a).value();
+    base_b = std::move(b).value();
+  }
+  auto sl = ModelSlot::create(flags.model_path, mso);
+  if (!sl.ok()) return report_error("replay", sl.status());
+  std::unique_ptr<ModelSlot> slot = std::move(sl).value();
+  const int64_t n_ctx_train = slot->current()->model->hparams().n_ctx_train;
+  if (app.count("--max-ctx") > 0 && n_ctx_train > 0 && max_ctx > n_ctx_train)
+    warn("replay", fmt::format("--max-ctx {} is past the trained context of {} ({} tokens): using {}", max_ctx,
+                               flags.model_path, n_ctx_train, n_ctx_train));
+  warn("replay", slot->current()->engine->memory_lock_note());
+  std::unique_ptr<SwapDriver> driver;
+  if (swapping)
+    driver = std::make_unique<SwapDriver>(*slot, flags.model_path, swap_to, swap_bad, swap_every, total_events);
+  Replayer rp(*slot, so, opt, fast, verify, driver.get(), swap_to);
   Stats all;
   std::vector<std::pair<std::string, Stats>> done;  // per trace, for --html
   json per = json::object();
@@ -441,7 +550,16 @@ int cmd_replay(int argc, char** argv) {
     if (!html_path.empty()) done.emplace_back(t.name, std::move(s));
   }
   if (traces.size() > 1) print_stats("overall", all, verify);
-  const int rc = !failed.ok() ? report_error("replay", failed) : verify && all.mismatches > 0 ? 1 : 0;
+  json swaps;
+  bool swaps_good = true;
+  if (driver) {
+    driver->finish();
+    swaps = swap_json(*driver, all.times, base_a, base_b, rss_mb());
+    swaps_good = print_swaps(swaps, !swap_bad.empty());
+  }
+  const int rc = !failed.ok()                      ? report_error("replay", failed)
+                 : (verify && all.mismatches > 0) || !swaps_good ? 1
+                                                                 : 0;
   if (!json_path.empty()) {
     json out = stats_json(all, verify, samples);
     out["model"] = flags.model_path;
@@ -451,6 +569,11 @@ int cmd_replay(int argc, char** argv) {
     out["fim"] = fim;
     out["fim_suffix_tokens"] = so.fim_suffix_tokens;
     out["traces"] = per;
+    if (driver) {
+      out["swap_to"] = swap_to;
+      out["swap_every"] = swap_every;
+      for (const auto& [k, v] : swaps.items()) out[k] = v;
+    }
     if (!failed.ok()) out["incomplete"] = failed.message();
     if (Status st = write_file_atomic(json_path, dump_json(out), json_opt); !st.ok())
       return report_error("replay", st);

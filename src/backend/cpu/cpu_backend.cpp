@@ -78,7 +78,10 @@ CpuBackend::CpuBackend(const BackendOptions& opt, const ForwardLimits& lim, int 
   }
 }
 
-CpuBackend::~CpuBackend() { std::free(packed_buf_); }
+CpuBackend::~CpuBackend() {
+  unlock_pages(packed_buf_, packed_alloc_);  // see unlock_pages: else it stays resident after the free
+  std::free(packed_buf_);
+}
 
 size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices) {
   quantize_x_ = cpu::quantize_x_best();
@@ -161,7 +164,10 @@ Result<Buffer> CpuBackend::alloc(size_t bytes, const char* what) {
   return Buffer(this, p, n);
 }
 
-void CpuBackend::release(void* data, size_t) { std::free(data); }
+void CpuBackend::release(void* data, size_t bytes) {
+  unlock_pages(data, bytes);
+  std::free(data);
+}
 
 Status CpuBackend::upload(void* dst, const void* host_src, size_t bytes) {
   std::memcpy(dst, host_src, bytes);
