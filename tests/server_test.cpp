@@ -182,15 +182,31 @@ Env* env() {
 }
 
 // A server on a free loopback port, served by a thread for the test's life.
+ModelSlotOptions slot_options() {
+  ModelSlotOptions mo;
+  mo.engine.n_threads = 2;
+  mo.engine.n_ctx = 1024;
+  mo.engine.kv_budget_bytes = 64u << 20;
+  return mo;
+}
+
+// The default model in a slot, shared by the tests that do not swap.
+ModelSlot* shared_slot() {
+  static ModelSlot* s = [] {
+    auto r = ModelSlot::create(LAYA_SOURCE_DIR "/models/laya-default-q8_0.gguf", slot_options());
+    return r.ok() ? std::move(r).value().release() : nullptr;
+  }();
+  return s;
+}
+
 struct LiveServer {
   std::unique_ptr<ServerSessions> sessions;
   std::unique_ptr<HttpServer> http;
   std::thread th;
-  LiveServer(Env* E, HttpOptions ho) {
+  LiveServer(Env*, HttpOptions ho, ModelSlot* slot = shared_slot()) {
     ho.host = "127.0.0.1";
     ho.port = 0;
-    ho.model_id = "laya-default-q8_0.gguf";
-    sessions = std::make_unique<ServerSessions>(*E->eng, *E->tok, ServerSessions::Options{});
+    sessions = std::make_unique<ServerSessions>(*slot, ServerSessions::Options{});
     http = std::make_unique<HttpServer>(*sessions, ho);
     Status st = http->bind();
     EXPECT_TRUE(st.ok()) << st.message();
@@ -328,6 +344,46 @@ TEST(ServerHttp, ApiKeyGuardsEverythingButHealth) {
   res = cli.Get("/metrics", right);
   ASSERT_TRUE(res);
   EXPECT_NE(res->body.find("laya_requests_total{endpoint=\"auth\",code=\"401\"} 2"), std::string::npos) << res->body;
+}
+
+// POST /admin/model: refused without an API key, a bad file leaves the old
+// model serving with the reason, a good one serves the next request.
+TEST(ServerHttp, AdminModelSwapsWhileServing) {
+  REQUIRE_ENV();
+  LAYA_REQUIRE_FIXTURES(fx);
+  const std::string demo = fx + "/demo-model/demo-q8_0.gguf";
+  auto slot = ModelSlot::create(LAYA_SOURCE_DIR "/models/laya-default-q8_0.gguf", slot_options());
+  ASSERT_TRUE(slot.ok()) << slot.status().message();
+  {
+    LiveServer open_srv(E, {}, slot->get());
+    auto cli = open_srv.client();
+    auto res = cli.Post("/admin/model", json{{"model", demo}}.dump(), "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 403) << res->body;
+  }
+  HttpOptions ho;
+  ho.api_key = "k";
+  LiveServer srv(E, ho, slot->get());
+  auto cli = srv.client();
+  httplib::Headers auth = {{"Authorization", "Bearer k"}};
+  auto res = cli.Post("/admin/model", auth, R"({"model": "/nonexistent/m.gguf"})", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_GE(res->status, 400);
+  EXPECT_NE(json::parse(res->body)["error"]["message"].get<std::string>().find("/nonexistent/m.gguf"),
+            std::string::npos) << res->body;
+  res = cli.Get("/v1/models", auth);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(json::parse(res->body)["data"][0]["id"], "laya-default-q8_0.gguf");
+  res = cli.Post("/admin/model", auth, json{{"model", demo}}.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  res = cli.Get("/v1/models", auth);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(json::parse(res->body)["data"][0]["id"], "demo-q8_0.gguf");
+  res = cli.Post("/infill", auth, json{{"input_prefix", "def add(a, b):\n    return"}, {"n_predict", 4}}.dump(),
+                 "application/json");
+  ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "");
+  EXPECT_EQ(json::parse(res->body)["model"], "demo-q8_0.gguf");
 }
 
 TEST(ServerHttp, DocumentsGetTheirOwnSessions) {

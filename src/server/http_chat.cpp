@@ -6,6 +6,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "format/gguf.h"
+#include "model/model.h"
 #include "server/chat.h"
 #include "server/http_server.h"
 
@@ -30,15 +32,20 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 
 void HttpServer::chat(const httplib::Request& req, httplib::Response& res) {
   const char* ep = "/v1/chat/completions";
-  const ChatTemplate t = detect_chat_template(opt_.chat_template);
+  // The model of this request, held to its end (a swap may replace the slot's meanwhile).
+  std::shared_ptr<const ModelBundle> bundle = sessions_.model();
+  std::string tmpl;
+  if (const gguf::File* g = bundle->model->gguf_file())
+    if (auto ct = g->get_string("tokenizer.chat_template"); ct.ok()) tmpl = *ct;
+  const ChatTemplate t = detect_chat_template(tmpl);
   if (t != ChatTemplate::kChatMl && t != ChatTemplate::kLlama3) {
-    const std::string head = opt_.chat_template.substr(0, 60);
+    const std::string head = tmpl.substr(0, 60);
     return error(res, 400,
                  t == ChatTemplate::kNone
                      ? fmt::format("model {} has no chat template (tokenizer.chat_template): /v1/chat/completions "
-                                   "is not served for it; use /v1/completions or /infill", opt_.model_id)
+                                   "is not served for it; use /v1/completions or /infill", model_id())
                      : fmt::format("model {} has a chat template laya does not know (it knows ChatML and Llama 3): "
-                                   "\"{}...\"", opt_.model_id, head),
+                                   "\"{}...\"", model_id(), head),
                  ep);
   }
   auto pr = parse_chat(req.body, opt_.limits);
@@ -49,12 +56,12 @@ void HttpServer::chat(const httplib::Request& req, httplib::Response& res) {
     return st.code() == StatusCode::kInvalidArgument || st.code() == StatusCode::kUnsupported ? 400 : 500;
   };
   if (!q->stream) {
-    auto r = run_chat(sessions_.engine(), sessions_.tokenizer(), t, *q, {});
+    auto r = run_chat(*bundle->engine, *bundle->tokenizer, t, *q, {});
     if (!r.ok()) return error(res, code_of(r.status()), r.status().message(), ep);
     json j = {{"id", id},
               {"object", "chat.completion"},
               {"created", static_cast<int64_t>(std::time(nullptr))},
-              {"model", opt_.model_id},
+              {"model", model_id()},
               {"choices", json::array({{{"index", 0},
                                         {"message", {{"role", "assistant"}, {"content", r->text}}},
                                         {"finish_reason", r->finish_reason}}})},
@@ -63,20 +70,20 @@ void HttpServer::chat(const httplib::Request& req, httplib::Response& res) {
     return ok_json(res, dump(j), ep);
   }
   metrics_.request(ep, 200);
-  res.set_chunked_content_provider("text/event-stream", [this, q, id, t](size_t, httplib::DataSink& sink) {
+  res.set_chunked_content_provider("text/event-stream", [this, q, id, t, bundle](size_t, httplib::DataSink& sink) {
     auto send = [&](const json& j) {
       const std::string line = "data: " + dump(j) + "\n\n";
       return sink.is_writable() && sink.write(line.data(), line.size());
     };
-    send(chat_chunk(id, opt_.model_id, {{"role", "assistant"}, {"content", ""}}, nullptr));
+    send(chat_chunk(id, model_id(), {{"role", "assistant"}, {"content", ""}}, nullptr));
     auto emit = [&](std::string_view text) {
-      return send(chat_chunk(id, opt_.model_id, {{"content", std::string(text)}}, nullptr));
+      return send(chat_chunk(id, model_id(), {{"content", std::string(text)}}, nullptr));
     };
-    auto r = run_chat(sessions_.engine(), sessions_.tokenizer(), t, *q, emit);
+    auto r = run_chat(*bundle->engine, *bundle->tokenizer, t, *q, emit);
     if (!r.ok()) {
       send(json{{"error", {{"code", 400}, {"message", r.status().message()}, {"type", "invalid_request_error"}}}});
     } else {
-      send(chat_chunk(id, opt_.model_id, json::object(), r->finish_reason));
+      send(chat_chunk(id, model_id(), json::object(), r->finish_reason));
     }
     static constexpr std::string_view kDone = "data: [DONE]\n\n";
     if (sink.is_writable()) sink.write(kDone.data(), kDone.size());

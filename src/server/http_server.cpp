@@ -1,13 +1,17 @@
 #include "server/http_server.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "core/json.h"
 #include "core/utf8.h"
+#include "session/model_slot.h"
+#include "tokenizer/tokenizer.h"
 
 namespace laya::server {
 
@@ -33,7 +37,9 @@ const char* error_type(int code) {
     case 401: return "authentication_error";
     case 404: return "not_found_error";
     case 413: return "invalid_request_error";
+    case 403: return "permission_error";
     case 409: return "cancelled";
+    case 422: return "invalid_model_error";
     case 500: return "server_error";
     case 501: return "not_supported_error";
     case 503: return "unavailable_error";
@@ -115,7 +121,39 @@ SessionGauges HttpServer::gauges() const {
   g.evicted = s.evicted;
   g.superseded = s.superseded;
   g.routed_existing = s.routed_existing;
+  g.swaps = sessions_.slot().swaps();
+  g.swaps_failed = swaps_failed_.load();
   return g;
+}
+
+std::string HttpServer::model_id() const {
+  const std::string& p = sessions_.model()->path;
+  const size_t slash = p.find_last_of('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+// Hot swap: loads, validates and switches on this request's thread while the
+// other connections keep getting suggestions from the old model; a request in
+// flight finishes on the model it started on. Refused without --api-key (a
+// model path is a file on this machine: not for anyone who can reach the port).
+void HttpServer::admin_model(const httplib::Request& req, httplib::Response& res) {
+  const char* ep = "/admin/model";
+  if (opt_.api_key.empty())
+    return error(res, 403, "/admin/model needs the server to run with --api-key (it loads a file of this machine)", ep);
+  auto body = parse_json(req.body, "request body");
+  if (!body.ok()) return error(res, 400, body.status().message(), ep);
+  auto path = json_string(*body, "model", "request");
+  if (!path.ok()) return error(res, 400, path.status().message(), ep);
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = sessions_.slot().swap_model(*path);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!st.ok()) {
+    ++swaps_failed_;
+    return error(res, st.code() == StatusCode::kInvalidArgument || st.code() == StatusCode::kNotFound ? 400 : 422,
+                 st.message(), ep);
+  }
+  ok_json(res, json{{"model", model_id()}, {"path", *path}, {"swap_ms", ms}, {"swaps", sessions_.slot().swaps()}}.dump(),
+          ep);
 }
 
 void HttpServer::routes() {
@@ -151,12 +189,13 @@ void HttpServer::routes() {
     metrics_.request("/metrics", 200);
   });
   svr_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    json m = {{"id", opt_.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "laya"}};
+    json m = {{"id", model_id()}, {"object", "model"}, {"created", 0}, {"owned_by", "laya"}};
     ok_json(res, json{{"object", "list"}, {"data", json::array({m})}}.dump(), "/v1/models");
   });
   svr_->Post("/infill", [this](const httplib::Request& q, httplib::Response& r) { infill(q, r); });
   svr_->Post("/v1/completions", [this](const httplib::Request& q, httplib::Response& r) { completions(q, r); });
   svr_->Post("/completions", [this](const httplib::Request& q, httplib::Response& r) { completions(q, r); });
+  svr_->Post("/admin/model", [this](const httplib::Request& q, httplib::Response& r) { admin_model(q, r); });
   svr_->Post("/tokenize", [this](const httplib::Request& q, httplib::Response& r) { tokenize(q, r); });
   svr_->Post("/detokenize", [this](const httplib::Request& q, httplib::Response& r) { detokenize(q, r); });
   svr_->Post("/v1/chat/completions", [this](const httplib::Request& q, httplib::Response& r) { chat(q, r); });
@@ -168,7 +207,9 @@ void HttpServer::tokenize(const httplib::Request& req, httplib::Response& res) {
   tok::EncodeOptions eo;
   eo.parse_special = r->parse_special;
   eo.add_bos = r->add_special;
-  auto ids = sessions_.tokenizer().encode(r->content, eo);
+  const std::shared_ptr<const ModelBundle> bundle = sessions_.model();
+  const tok::Tokenizer& tk = *bundle->tokenizer;
+  auto ids = tk.encode(r->content, eo);
   if (!ids.ok()) return error(res, 400, ids.status().message(), "/tokenize");
   json tokens = json::array();
   for (int32_t id : *ids) {
@@ -176,7 +217,7 @@ void HttpServer::tokenize(const httplib::Request& req, httplib::Response& res) {
       tokens.push_back(id);
       continue;
     }
-    const std::string& b = sessions_.tokenizer().token_bytes(id);
+    const std::string& b = tk.token_bytes(id);
     size_t n = 0, bad = 0;
     // llama.cpp: the piece as a string when it is valid UTF-8, else its bytes.
     if (utf8::count(b, &n, &bad)) {
@@ -191,9 +232,10 @@ void HttpServer::tokenize(const httplib::Request& req, httplib::Response& res) {
 }
 
 void HttpServer::detokenize(const httplib::Request& req, httplib::Response& res) {
-  auto r = parse_detokenize(req.body, opt_.limits, sessions_.tokenizer().n_vocab());
+  const std::shared_ptr<const ModelBundle> bundle = sessions_.model();
+  auto r = parse_detokenize(req.body, opt_.limits, bundle->tokenizer->n_vocab());
   if (!r.ok()) return error(res, 400, r.status().message(), "/detokenize");
-  std::string text = sessions_.tokenizer().decode(r->tokens);
+  std::string text = bundle->tokenizer->decode(r->tokens);
   // JSON strings hold valid UTF-8 only: a cut character becomes U+FFFD.
   ok_json(res, json{{"content", text}}.dump(-1, ' ', false, json::error_handler_t::replace), "/detokenize");
 }

@@ -9,6 +9,7 @@
 //   POST /tokenize, /detokenize llama.cpp's
 //   GET  /health                {"status": "ok"} (no API key needed: load balancers probe it)
 //   GET  /metrics               Prometheus text (metrics.h)
+//   POST /admin/model           {"model": "path.gguf"}: hot swap (ModelSlot), only with an API key
 //
 // Safe by default: loopback unless the host says otherwise; with an API key
 // every endpoint but /health needs "Authorization: Bearer KEY" (compared in
@@ -44,8 +45,6 @@ struct HttpOptions {
   int read_timeout_s = 30, write_timeout_s = 30;
   int64_t default_predict = 32;  // tokens when a request gives no (or a negative) n_predict
   RequestLimits limits;
-  std::string model_id;  // /v1/models' id and the "model" of responses
-  std::string chat_template;  // the GGUF's tokenizer.chat_template (chat.h says which laya serves)
 };
 
 class HttpServer {
@@ -75,6 +74,9 @@ class HttpServer {
   void error(httplib::Response& res, int code, const std::string& msg, const char* endpoint) ;
   void ok_json(httplib::Response& res, const std::string& body, const char* endpoint);
   SessionGauges gauges() const;
+  // The serving model's file name: /v1/models' id and the "model" of responses.
+  std::string model_id() const;
+  void admin_model(const httplib::Request& req, httplib::Response& res);
 
   ServerSessions& sessions_;
   HttpOptions opt_;
@@ -82,6 +84,7 @@ class HttpServer {
   int port_ = -1;
   ServerMetrics metrics_;
   std::atomic<uint64_t> next_id_{1};
+  std::atomic<int64_t> swaps_failed_{0};
 };
 
 }  // namespace laya::server

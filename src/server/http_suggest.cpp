@@ -165,16 +165,16 @@ void HttpServer::infill(const httplib::Request& req, httplib::Response& res) {
                {"tokens", prepare_only ? std::vector<int32_t>{} : s.tokens},
                {"id_slot", q.id_slot >= 0 ? q.id_slot : static_cast<int64_t>(out->served.session_index)},
                {"stop", true},
-               {"model", opt_.model_id},
+               {"model", model_id()},
                {"tokens_predicted", prepare_only ? 0 : s.tokens.size()},
                {"tokens_evaluated", s.timings.tokens_reused + s.timings.tokens_computed},
                {"generation_settings",
-                {{"n_ctx", sessions_.engine().options().n_ctx},
+                {{"n_ctx", sessions_.model()->engine->options().n_ctx},
                  {"n_predict", so.max_tokens},
                  {"temperature", so.sampling.temperature},
                  {"top_k", so.sampling.top_k},
                  {"top_p", so.sampling.top_p},
-                 {"model", opt_.model_id}}},
+                 {"model", model_id()}}},
                {"has_new_line", out->content.find('\n') != std::string::npos},
                {"truncated", out->served.truncated},
                {"stop_type", out->stop_type},
@@ -235,7 +235,7 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
     if (out->served.superseded)
       return error(res, 409, "superseded by a newer request on the same document", "/v1/completions");
     metrics_.suggestion(out->served.suggestion, out->request_ms);
-    json j = completion_chunk(id, opt_.model_id, out->content, finish_reason(*out));
+    json j = completion_chunk(id, model_id(), out->content, finish_reason(*out));
     const int64_t n_prompt = out->served.suggestion.timings.tokens_reused + out->served.suggestion.timings.tokens_computed;
     const auto n_gen = static_cast<int64_t>(out->served.suggestion.tokens.size());
     j["usage"] = {{"prompt_tokens", n_prompt}, {"completion_tokens", n_gen}, {"total_tokens", n_prompt + n_gen}};
@@ -252,7 +252,7 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
           const std::string line = "data: " + dump(j) + "\n\n";
           return sink.is_writable() && sink.write(line.data(), line.size());
         };
-        auto emit = [&](std::string_view text) { return send(completion_chunk(id, opt_.model_id, std::string(text), nullptr)); };
+        auto emit = [&](std::string_view text) { return send(completion_chunk(id, model_id(), std::string(text), nullptr)); };
         auto out = run_suggestion(sessions_, q->session, q->prompt + q->suffix, q->prompt.size(), so, q->stop, 0, emit, t0);
         if (!out.ok()) {
           send(json{{"error", {{"code", 400}, {"message", out.status().message()}, {"type", "invalid_request_error"}}}});
@@ -261,7 +261,7 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
                            {"type", "cancelled"}}}});
         } else {
           metrics_.suggestion(out->served.suggestion, out->request_ms);
-          send(completion_chunk(id, opt_.model_id, "", finish_reason(*out)));
+          send(completion_chunk(id, model_id(), "", finish_reason(*out)));
         }
         static constexpr std::string_view kDone = "data: [DONE]\n\n";
         if (sink.is_writable()) sink.write(kDone.data(), kDone.size());

@@ -40,8 +40,7 @@ size_t common_suffix_bytes(std::string_view a, std::string_view b, size_t prefix
   return k;
 }
 
-ServerSessions::ServerSessions(Engine& engine, const tok::Tokenizer& tokenizer, const Options& opt)
-    : eng_(engine), tok_(tokenizer), opt_(opt) {
+ServerSessions::ServerSessions(ModelSlot& slot, const Options& opt) : slot_(slot), opt_(opt) {
   opt_.max_sessions = std::max<size_t>(opt_.max_sessions, 1);
 }
 
@@ -87,7 +86,7 @@ std::shared_ptr<ServerSessions::Entry> ServerSessions::route(const std::optional
   if (!best) {
     evict_for_room();
     best = std::make_shared<Entry>();
-    best->session = std::make_unique<Session>(eng_, tok_, opt_.session);
+    best->session = std::make_unique<Session>(slot_, opt_.session);
     best->name = name;
     best->index = next_index_++;
     entries_.push_back(best);

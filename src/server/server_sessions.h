@@ -40,6 +40,7 @@
 
 #include "core/status.h"
 #include "engine/engine.h"
+#include "session/model_slot.h"
 #include "session/session.h"
 #include "tokenizer/tokenizer.h"
 
@@ -66,7 +67,9 @@ class ServerSessions {
     SessionOptions session;
     size_t max_sessions = 64;
   };
-  ServerSessions(Engine& engine, const tok::Tokenizer& tokenizer, const Options& opt);
+  // Sessions on `slot`: a hot swap (ModelSlot::swap_model, POST /admin/model)
+  // moves each to the new model at its next request.
+  ServerSessions(ModelSlot& slot, const Options& opt);
   ~ServerSessions();
 
   // One suggestion for `text` with the cursor at byte `cursor` (valid UTF-8,
@@ -78,16 +81,16 @@ class ServerSessions {
                                    const std::function<bool(std::string_view piece)>& on_piece = {});
 
   ServerSessionStats stats() const;
-  const tok::Tokenizer& tokenizer() const { return tok_; }
-  Engine& engine() { return eng_; }
+  ModelSlot& slot() { return slot_; }
+  // The model serving now (hold it for the whole request: a swap may replace it meanwhile).
+  std::shared_ptr<const ModelBundle> model() const { return slot_.current(); }
 
  private:
   struct Entry;
   std::shared_ptr<Entry> route(const std::optional<std::string>& name, std::string_view text, bool* created);
   void evict_for_room();
 
-  Engine& eng_;
-  const tok::Tokenizer& tok_;
+  ModelSlot& slot_;
   Options opt_;
   mutable std::mutex mu_;  // entries_, each entry's doc, the stats
   std::vector<std::shared_ptr<Entry>> entries_;

@@ -17,6 +17,7 @@
 #include "format/gguf.h"
 #include "server/http_server.h"
 #include "server/server_sessions.h"
+#include "session/model_slot.h"
 
 namespace laya::cli {
 namespace {
@@ -64,39 +65,41 @@ int cmd_serve(int argc, char** argv) {
   if (ho.api_key.empty() && ho.host != "127.0.0.1" && ho.host != "localhost" && ho.host != "::1")
     warn("serve", fmt::format("listening on {} without --api-key: anyone who can reach this address can use the model",
                               ho.host));
-  auto m = flags.load_model();
-  if (!m.ok()) return report_error("serve", m.status());
-  std::shared_ptr<const Model> model = std::move(m).value();
-  auto tr = flags.load_tokenizer(*model);
-  if (!tr.ok()) return report_error("serve", tr.status());
-  std::unique_ptr<tok::Tokenizer> tk = std::move(tr).value();
   // KV for every resident session to hold a full context, unless --kv-budget
   // says otherwise: sessions then never fail for want of a block, and what a
-  // dropped session leaves behind stays cached until the room is needed.
-  const HParams& hp = model->hparams();
-  const int64_t n_ctx = std::min<int64_t>(hp.n_ctx_train > 0 ? hp.n_ctx_train : 2048, max_ctx);
-  const double per_token = 2.0 * static_cast<double>(hp.n_layer * hp.kv_dim()) *
-                           (flags.kv == "f16" ? 2.0 : flags.kv == "q8_0" ? 34.0 / 32.0 : 4.0);
-  if (flags.kv_budget_mb <= 0)
-    flags.kv_budget_mb = std::max(16.0, static_cast<double>(max_sessions) * static_cast<double>(n_ctx) * per_token / 1e6);
-  auto e = flags.make_typing_engine(model, max_ctx, "serve", app.count("--max-ctx") > 0);
-  if (!e.ok()) return report_error("serve", e.status());
-  warn("serve", (*e)->memory_lock_note());
+  // dropped session leaves behind stays cached until the room is needed. (The
+  // model is opened here for its shapes only: mapping it again is cheap.)
+  int64_t n_ctx = 0;
+  {
+    auto m = flags.load_model();
+    if (!m.ok()) return report_error("serve", m.status());
+    const HParams& hp = (*m)->hparams();
+    n_ctx = std::min<int64_t>(hp.n_ctx_train > 0 ? hp.n_ctx_train : 2048, max_ctx);
+    const double per_token = 2.0 * static_cast<double>(hp.n_layer * hp.kv_dim()) *
+                             (flags.kv == "f16" ? 2.0 : flags.kv == "q8_0" ? 34.0 / 32.0 : 4.0);
+    if (flags.kv_budget_mb <= 0)
+      flags.kv_budget_mb =
+          std::max(16.0, static_cast<double>(max_sessions) * static_cast<double>(n_ctx) * per_token / 1e6);
+  }
+  // The model lives in a slot: POST /admin/model swaps it while serving.
+  ModelSlotOptions mo;
+  flags.apply(&mo.engine);
+  mo.engine.n_ctx = max_ctx;  // a cap: min(max_ctx, each model's trained context)
+  auto slot = ModelSlot::create(flags.model_path, mo);
+  if (!slot.ok()) return report_error("serve", slot.status());
+  warn("serve", (*slot)->current()->engine->memory_lock_note());
   server::ServerSessions::Options so;
   so.max_sessions = static_cast<size_t>(max_sessions);
   so.session.heal = !no_heal;
   so.session.fim = fim == "spm" ? FimOrder::kSpm : fim == "off" ? FimOrder::kOff : FimOrder::kPsm;
-  server::ServerSessions sessions(**e, *tk, so);
-  ho.model_id = base_name(flags.model_path);
-  if (model->gguf_file())
-    if (auto ct = model->gguf_file()->get_string("tokenizer.chat_template"); ct.ok()) ho.chat_template = *ct;
+  server::ServerSessions sessions(**slot, so);
   server::HttpServer srv(sessions, ho);
   if (Status st = srv.bind(); !st.ok()) return report_error("serve", st);
   g_server.store(&srv);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::fprintf(stderr, "laya serve: %s, %lld sessions × %lld tokens (KV budget %.0f MB); listening on http://%s:%d\n",
-               ho.model_id.c_str(), static_cast<long long>(max_sessions), static_cast<long long>(n_ctx),
+               base_name(flags.model_path).c_str(), static_cast<long long>(max_sessions), static_cast<long long>(n_ctx),
                flags.kv_budget_mb, ho.host.c_str(), srv.port());
   std::fflush(stderr);
   Status st = srv.run();
