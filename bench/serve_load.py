@@ -110,9 +110,9 @@ class Client(threading.Thread):
                 continue
             line_start = doc.rfind("\n", 0, cursor) + 1
             body = {"id_slot": 0, "input_prefix": doc[:line_start], "prompt": doc[line_start:cursor],
-                    "input_suffix": doc[cursor:], "input_extra": [], "n_predict": 8, "top_k": 40, "top_p": 0.9,
+                    "input_suffix": doc[cursor:], "input_extra": [], "n_predict": 8, **({} if os.environ.get("NO_TOPK") else {"top_k": 40, "top_p": 0.9}),
                     "samplers": ["top_k", "top_p", "infill"], "stream": False, "cache_prompt": True,
-                    "t_max_prompt_ms": 500, "t_max_predict_ms": 1000,
+                    "t_max_prompt_ms": 500, **({} if os.environ.get("NO_DEADLINE") else {"t_max_predict_ms": 1000}),
                     "response_fields": ["content", "timings/prompt_n", "tokens_cached", "error"]}
             if not self.route:
                 body["session"] = f"client-{self.idx}"
