@@ -51,6 +51,7 @@ uint64_t bytes_per_token(const Model& m) {
 
 int cmd_bench(int argc, char** argv) {
   CLI::App app{"Measure prefill and decode speed and decode latency", "laya bench"};
+  app.footer("Example: laya bench -m model.gguf -t 2 --prompt 512 --gen 128 --json");
   int n_prompt = 512, n_gen = 128, reps = 1, warmup = 8, depth = 0;
   int64_t n_batch = EngineOptions{}.n_batch;
   bool json = false, same_position = false;

@@ -483,6 +483,7 @@ Status check_outputs(const Args& a, const std::vector<std::string>& inputs, cons
 int cmd_bench_sessions(int argc, char** argv) {
   CLI::App app{"Many documents on one engine: switch latency, shared and resident KV, save and load",
                "laya bench-sessions"};
+  app.footer("Example: laya bench-sessions --docs 100 --tokens 2000 --json sessions.json");
   Args a;
   app.add_option("--docs", a.spec.docs, "documents")->transform(int_in(1, 100000));
   app.add_option("--tokens", a.spec.tokens, "tokens per document (about)")->transform(int_in(16, 1 << 20));

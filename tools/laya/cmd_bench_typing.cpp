@@ -230,6 +230,7 @@ Status type_document(Engine& eng, const tok::Tokenizer& tk, const SessionOptions
 
 int cmd_bench_typing(int argc, char** argv) {
   CLI::App app{"Keystroke savings of greedy suggestions on typing traces (on sessions)", "laya bench-typing"};
+  app.footer("Example: laya bench-typing ../shared/fixtures/traces/*.jsonl --json savings.json");
   std::string json_path;
   std::vector<std::string> paths;
   int max_tokens = 8;

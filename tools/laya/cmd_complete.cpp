@@ -16,6 +16,7 @@ namespace laya::cli {
 
 int cmd_complete(int argc, char** argv) {
   CLI::App app{"Continue a prompt, streaming the text to stdout", "laya complete"};
+  app.footer("Example: laya complete -p \"def fibonacci(n):\" -n 32");
   std::string prompt, tokens_s;
   int n_predict = 32;
   SamplerParams sp;

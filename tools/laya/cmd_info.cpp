@@ -11,6 +11,7 @@ namespace laya::cli {
 
 int cmd_info(int argc, char** argv) {
   CLI::App app{"Show what a model file holds and what running it needs", "laya info"};
+  app.footer("Example: laya info -m model.gguf");
   std::string model_path = default_model_path();
   int64_t n_ctx = 0;
   bool tensors = false;

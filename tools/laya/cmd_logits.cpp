@@ -12,6 +12,7 @@ namespace laya::cli {
 
 int cmd_logits(int argc, char** argv) {
   CLI::App app{"Write the logits of a token sequence to a float32 .npy file", "laya logits"};
+  app.footer("Example: laya logits -m model.gguf --tokens 1,2,3 -o logits.npy");
   std::string tokens_s, out_path;
   bool all = false, incremental = false, precise = false;
   app.add_option("--tokens", tokens_s, "comma-separated token ids")->required();

@@ -23,6 +23,7 @@ namespace laya::cli {
 int cmd_lsp(int argc, char** argv) {
   CLI::App app{"Language server (stdio): LSP 3.18 inline completions (ghost text) from a session per document",
                "laya lsp"};
+  app.footer("Example: laya lsp -m model.gguf   (started by the editor; see docs/EDITORS.md)");
   lsp::LspOptions lo;
   int64_t max_ctx = 2048;
   app.add_option("--max-tokens", lo.max_tokens, "tokens per suggestion")->transform(int_in(1, 256));

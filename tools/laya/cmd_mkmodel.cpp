@@ -20,6 +20,7 @@ int cmd_mkmodel(int argc, char** argv) {
     names += (names.empty() ? "" : ", ") + p.name;
   }
   CLI::App app{"Write a random-weight GGUF with the shapes of a real model (presets: " + names + ")", "laya mkmodel"};
+  app.footer("Example: laya mkmodel --preset qwen2.5-0.5b --type Q8_0 -o qwen.gguf");
   std::string preset, type_s = "Q8_0", out, tokenizer;
   uint64_t seed = 1;
   int threads = 0;

@@ -424,6 +424,7 @@ bool print_swaps(const nlohmann::json& j, bool bad_asked) {
 
 int cmd_replay(int argc, char** argv) {
   CLI::App app{"Replay typing traces on a session: suggestion latency, reuse, free keystrokes", "laya replay"};
+  app.footer("Example: laya replay --fast ../shared/fixtures/traces/*.jsonl --html report.html");
   std::vector<std::string> paths;
   std::string json_path;
   bool fast = false, verify = false, samples = false;

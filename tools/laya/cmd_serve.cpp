@@ -40,6 +40,7 @@ std::string base_name(const std::string& path) {
 int cmd_serve(int argc, char** argv) {
   CLI::App app{"HTTP server: llama.cpp's /infill (llama.vim, llama.vscode), OpenAI /v1/completions, /metrics",
                "laya serve"};
+  app.footer("Example: laya serve --port 8012   (then point llama.vim / llama.vscode at it: docs/EDITORS.md)");
   server::HttpOptions ho;
   int64_t max_sessions = 64;
   int64_t max_ctx = 2048;

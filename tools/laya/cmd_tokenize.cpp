@@ -46,6 +46,7 @@ std::string ids_json(const std::vector<int32_t>& ids) {
 
 int cmd_tokenize(int argc, char** argv) {
   CLI::App app{"Text → token ids (a JSON array). BOS/EOS follow the tokenizer's default unless --bos/--no-bos."};
+  app.footer("Example: laya tokenize \"def f(x):\"");
   app.name("laya tokenize");
   std::string model, tokenizer, text;
   bool special = false, bos = false, no_bos = false, eos = false, no_eos = false, batch = false;
@@ -118,6 +119,7 @@ int cmd_tokenize(int argc, char** argv) {
 
 int cmd_detokenize(int argc, char** argv) {
   CLI::App app{"Token ids → text."};
+  app.footer("Example: laya detokenize --ids 1,2,3");
   app.name("laya detokenize");
   std::string model, tokenizer, ids_s;
   bool skip_special = false, as_json = false;
