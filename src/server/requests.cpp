@@ -35,6 +35,15 @@ Status opt_text(const json& o, std::string_view key, size_t max, std::string* ou
   return Status::Ok();
 }
 
+// An optional string field kept as optional (absent or null: nullopt), at most `max` bytes.
+Status opt_name(const json& o, std::string_view key, size_t max, std::optional<std::string>* out) {
+  if (!o.contains(key) || o[std::string(key)].is_null()) return Status::Ok();
+  std::string v;
+  LAYA_TRY(opt_text(o, key, max, &v));
+  *out = std::move(v);
+  return Status::Ok();
+}
+
 Status opt_int(const json& o, std::string_view key, int64_t lo, int64_t hi, std::optional<int64_t>* out) {
   auto v = json_opt_int(o, key, kWhere, lo, hi);
   if (!v.ok()) return as_invalid(v.status());
@@ -167,19 +176,11 @@ Result<InfillRequest> parse_infill(std::string_view body, const RequestLimits& l
   LAYA_TRY(opt_bool(o, "stream", &r.stream));
   LAYA_TRY(opt_bool(o, "cache_prompt", &r.cache_prompt));
   LAYA_TRY(string_list(o, "response_fields", lim.max_response_fields, 256, &r.response_fields));
-  std::optional<std::string> s;
-  std::string tmp;
-  if (o.contains("session") && !o["session"].is_null()) {
-    LAYA_TRY(opt_text(o, "session", 256, &tmp));
-    r.session = tmp;
-  }
+  LAYA_TRY(opt_name(o, "session", 256, &r.session));
   std::optional<int64_t> slot;
   LAYA_TRY(opt_int(o, "id_slot", -1, 1 << 20, &slot));
   r.id_slot = slot.value_or(-1);
-  if (o.contains("model") && !o["model"].is_null()) {
-    LAYA_TRY(opt_text(o, "model", 4096, &tmp));
-    r.model = tmp;
-  }
+  LAYA_TRY(opt_name(o, "model", 4096, &r.model));
   return r;
 }
 
@@ -211,15 +212,8 @@ Result<CompletionRequest> parse_completion(std::string_view body, const RequestL
   LAYA_TRY(sampling_fields(o, &r.sampling));
   LAYA_TRY(string_list(o, "stop", 4, lim.max_stop_bytes, &r.stop));
   LAYA_TRY(opt_bool(o, "stream", &r.stream));
-  std::string tmp;
-  if (o.contains("model") && !o["model"].is_null()) {
-    LAYA_TRY(opt_text(o, "model", 4096, &tmp));
-    r.model = tmp;
-  }
-  if (o.contains("session") && !o["session"].is_null()) {
-    LAYA_TRY(opt_text(o, "session", 256, &tmp));
-    r.session = tmp;
-  }
+  LAYA_TRY(opt_name(o, "model", 4096, &r.model));
+  LAYA_TRY(opt_name(o, "session", 256, &r.session));
   bool echo = false;
   LAYA_TRY(opt_bool(o, "echo", &echo));
   if (echo) return bad("request: field \"echo\": true is not supported (the suggestion is returned alone)");
@@ -282,11 +276,7 @@ Result<ChatRequest> parse_chat(std::string_view body, const RequestLimits& lim) 
   LAYA_TRY(sampling_fields(o, &r.sampling));
   LAYA_TRY(string_list(o, "stop", 4, lim.max_stop_bytes, &r.stop));
   LAYA_TRY(opt_bool(o, "stream", &r.stream));
-  std::string tmp;
-  if (o.contains("model") && !o["model"].is_null()) {
-    LAYA_TRY(opt_text(o, "model", 4096, &tmp));
-    r.model = tmp;
-  }
+  LAYA_TRY(opt_name(o, "model", 4096, &r.model));
   return r;
 }
 
