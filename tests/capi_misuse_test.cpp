@@ -27,6 +27,7 @@
 
 #include "core/thread_pool.h"
 #include "laya/laya.h"
+#include "test_util.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define LAYA_TEST_ASAN 1
@@ -452,6 +453,7 @@ TEST_F(CApiMisuse, ThreadsAndContextOutOfBounds) {
 }
 
 TEST(ThreadLimits, CliRefusesTooManyThreads) {
+  LAYA_REQUIRE_CLI();
   if (!fs::exists(kModel)) GTEST_SKIP() << "no " << kModel;
   for (const char* t : {"100000", "1000", "-3"}) {
     const std::string cmd =

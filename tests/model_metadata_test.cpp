@@ -472,6 +472,7 @@ CliResult run_cli(const std::string& args) {
 }
 
 TEST_F(ModelMetadata, CompleteRefusesNanEpsInsteadOfPrintingGarbage) {
+  LAYA_REQUIRE_CLI();
   TinyGguf m;
   CliResult ok = run_cli("complete -m " + write(m, "ok.gguf") + " -t 1 -n 3 --ids --tokens 1,2,3");
   ASSERT_EQ(ok.code, 0) << ok.out;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <initializer_list>
 #include <vector>
@@ -24,6 +25,12 @@ std::string fixtures_dir();
   std::string var = ::laya::test::fixtures_dir();                                     \
   if (var.empty()) GTEST_SKIP() << "../shared/fixtures not found (set LAYA_FIXTURES); " \
                                    "skipping fixture-based test"
+
+// Tests that run the built `laya` binary: the sanitizer build does not build
+// the CLI (tools/ci/sanitize.sh), so they skip there instead of failing.
+#define LAYA_REQUIRE_CLI()                                                              \
+  if (!std::filesystem::exists(LAYA_CLI_PATH))                                          \
+  GTEST_SKIP() << LAYA_CLI_PATH << " not built (the sanitizer build has no CLI); skipping CLI test"
 
 struct NpyArray {
   std::vector<int64_t> shape;

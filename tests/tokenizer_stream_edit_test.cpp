@@ -289,6 +289,7 @@ static std::string run_cmd(const std::string& cmd, int* rc) {
 }
 
 TEST(TokenizerCli, TokenizeDetokenizeBatch) {
+  LAYA_REQUIRE_CLI();
   LAYA_REQUIRE_FIXTURES(fx);
   const std::string cli = LAYA_CLI_PATH;
   const std::string tj = fx + "/tokenizer/hf/mistral/tokenizer.json";
