@@ -3,7 +3,7 @@
 
   bench/serve_load.py LAYA_BINARY MODEL TRACE.jsonl... [--clients 100] [--seconds 60] [--threads 2]
                       [--route] [--json out.json]
-  bench/serve_load.py LAYA_BINARY MODEL TRACE.jsonl... --once [--threads 2] [--json out.json]
+  bench/serve_load.py LAYA_BINARY MODEL TRACE.jsonl... --once [--gap-ms 30] [--threads 2] [--json out.json]
 
 Starts `laya serve` on a free port, then runs --clients client threads for --seconds (bounded:
 every client stops at the deadline). Client i types trace i % len(traces), starting at event
@@ -17,6 +17,8 @@ server routes by shared text as it does for the plugins.
 --once: one client plays every trace once, from its start, back to back (each trace its own
 document): the keystroke -> suggestion latency over HTTP to set next to `laya replay --fast` on the
 same traces (the server's overhead: JSON, routing, the edit found by diffing, loopback TCP).
+With --gap-ms G the client waits G ms after each answer, as a typist does (the engine's threads
+fall asleep between keystrokes): set it next to `laya replay --gap-ms G`.
 
 Reports: requests, errors (non-200, a body that is not the JSON asked for, a dropped connection),
 superseded answers, keystroke -> suggestion latency p50 / p99 / max (client side), the server's
@@ -81,10 +83,11 @@ def rss_mb(pid):
 
 
 class Client(threading.Thread):
-    def __init__(self, idx, port, trace, start_event, deadline, route, once=False):
+    def __init__(self, idx, port, trace, start_event, deadline, route, once=False, gap_ms=0.0):
         super().__init__(daemon=True)
         self.idx, self.port, self.trace, self.start_event = idx, port, trace, start_event
         self.deadline, self.route, self.once = deadline, route, once
+        self.gap_ms, self.server_ms, self.step_ms = gap_ms, [], []
         self.lat, self.errors, self.superseded, self.requests = [], [], 0, 0
 
     def connect(self):
@@ -101,6 +104,8 @@ class Client(threading.Thread):
         while time.monotonic() < self.deadline or self.once:
             if self.once and i == len(events):
                 break
+            if self.gap_ms > 0 and i > 0:
+                time.sleep(self.gap_ms / 1e3)  # think time: the engine's threads go to sleep as between keystrokes
             ev = events[(self.start_event + i) % len(events)]
             if (self.start_event + i) % len(events) == 0 and i > 0:
                 doc, cursor = header.get("initial_text", ""), 0  # the trace starts over
@@ -113,7 +118,8 @@ class Client(threading.Thread):
                     "input_suffix": doc[cursor:], "input_extra": [], "n_predict": 8, **({} if os.environ.get("NO_TOPK") else {"top_k": 40, "top_p": 0.9}),
                     "samplers": ["top_k", "top_p", "infill"], "stream": False, "cache_prompt": True,
                     "t_max_prompt_ms": 500, **({} if os.environ.get("NO_DEADLINE") else {"t_max_predict_ms": 1000}),
-                    "response_fields": ["content", "timings/prompt_n", "tokens_cached", "error"]}
+                    "response_fields": ["content", "timings/prompt_n", "timings/total_ms", "timings/predicted_per_token_ms",
+                                        "tokens_cached", "error"]}
             if not self.route:
                 body["session"] = f"client-{self.idx}"
             data = json.dumps(body).encode()
@@ -135,6 +141,10 @@ class Client(threading.Thread):
                     self.errors.append(f"no content: {payload[:200]!r}")
                     continue
                 self.lat.append(dt)
+                if isinstance(j.get("timings/total_ms"), (int, float)):
+                    self.server_ms.append(j["timings/total_ms"])  # Session::suggest inside the server
+                if isinstance(j.get("timings/predicted_per_token_ms"), (int, float)) and j["timings/predicted_per_token_ms"] > 0:
+                    self.step_ms.append(j["timings/predicted_per_token_ms"])
             except (OSError, http.client.HTTPException, ValueError) as e:
                 self.requests += 1
                 self.errors.append(f"{type(e).__name__}: {e}")
@@ -157,6 +167,8 @@ def main():
     ap.add_argument("--route", action="store_true", help="no session names: the server routes by shared text")
     ap.add_argument("--server-cpus", help="pin the server to these CPUs (taskset -c LIST), e.g. 2,3")
     ap.add_argument("--once", action="store_true", help="one client plays every trace once, back to back")
+    ap.add_argument("--gap-ms", type=float, default=0.0,
+                    help="with --once: wait this long after each response (laya replay --gap-ms plays the same)")
     ap.add_argument("--json")
     a = ap.parse_args()
     if not 1 <= a.clients <= 1000 or not 1 <= a.seconds <= 3600:
@@ -180,7 +192,8 @@ def main():
     deadline = time.monotonic() + a.seconds
     if a.once:
         a.clients = len(traces)
-        clients = [Client(i, port, traces[i], 0, deadline, a.route, once=True) for i in range(len(traces))]
+        clients = [Client(i, port, traces[i], 0, deadline, a.route, once=True, gap_ms=a.gap_ms)
+                   for i in range(len(traces))]
         rss_early = -1.0
         for c in clients:  # one after another: one editor
             c.start()
@@ -213,12 +226,19 @@ def main():
         srv.kill()
     lat = [x for c in clients for x in c.lat]
     errors = [e for c in clients for e in c.errors]
+    srv_ms = [x for c in clients for x in c.server_ms]
+    step_ms = [x for c in clients for x in c.step_ms]
     out = {"clients": a.clients, "seconds": a.seconds, "threads": a.threads, "route": a.route,
            "requests": sum(c.requests for c in clients), "completed": len(lat), "errors": len(errors),
            "superseded": sum(c.superseded for c in clients), "server_alive": alive,
            "suggest_ms": {"p50": percentile(lat, 0.5), "p90": percentile(lat, 0.9), "p99": percentile(lat, 0.99),
                           "max": max(lat) if lat else 0.0},
            "per_client_p50_ms": [percentile(c.lat, 0.5) for c in clients] if a.once else None,
+           # The same requests timed inside the server (Session::suggest) and its decode steps:
+           # suggest_ms minus server_suggest_ms is the transport (HTTP, JSON, the client).
+           "server_suggest_ms": {"p50": percentile(srv_ms, 0.5), "p99": percentile(srv_ms, 0.99)} if srv_ms else None,
+           "decode_step_ms_p50": percentile(step_ms, 0.5) if step_ms else None,
+           "gap_ms": a.gap_ms,
            "rss_mb_after_10s": rss_early, "rss_mb_end": rss_end, "resident_sessions": resident,
            "first_errors": errors[:5]}
     print(json.dumps(out, indent=1))

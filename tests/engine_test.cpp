@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <thread>
 
 #include "core/memlock.h"
@@ -14,7 +15,7 @@
 namespace laya {
 namespace {
 
-std::unique_ptr<Engine> make_engine(const std::string& path, int threads = 2) {
+std::unique_ptr<Engine> make_engine(const std::string& path, int threads = 2, bool background = false) {
   auto m = Model::load(path);
   EXPECT_TRUE(m.ok()) << m.status().to_string();
   if (!m.ok()) return nullptr;
@@ -22,6 +23,7 @@ std::unique_ptr<Engine> make_engine(const std::string& path, int threads = 2) {
   eo.n_threads = threads;
   eo.n_ctx = 128;
   eo.n_batch = 16;
+  eo.background = background;
   auto e = Engine::create(std::shared_ptr<const Model>(std::move(m).value()), eo);
   EXPECT_TRUE(e.ok());
   return e.ok() ? std::move(e).value() : nullptr;
@@ -98,6 +100,43 @@ TEST(EngineApi, IdleEngineUsesNoCpu) {
   // A spinning worker would use ~0.5 s here.
   EXPECT_LT(used, 0.02) << "idle engine used " << used << " s of CPU in 0.5 s";
   ASSERT_TRUE(e->decode(*s, 2).ok());  // and wakes up again
+}
+
+int thread_count() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& d : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+// Background mode (hot swap's preparation): no worker thread is started,
+// forward passes run on the calling thread alone and give the same logits;
+// switched off, the workers start at the next forward pass, on the thread
+// that runs it.
+TEST(EngineApi, BackgroundModeUsesTheCallingThreadOnly) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  const std::string path = fx + "/ref-models/llama-tiny/gguf/llama-tiny-f16.gguf";
+  auto full = make_engine(path, 2);
+  ASSERT_TRUE(full);
+  const int before = thread_count();
+  auto bg = make_engine(path, 2, /*background=*/true);
+  ASSERT_TRUE(bg);
+  EXPECT_EQ(thread_count(), before) << "a background engine started a thread";
+  const std::vector<int32_t> ids = {1, 5, 9, 200, 31, 7};
+  auto sf = full->new_sequence();
+  auto sb = bg->new_sequence();
+  ASSERT_TRUE(full->prefill(*sf, ids, 0).ok());
+  ASSERT_TRUE(bg->prefill(*sb, ids, 0).ok());
+  EXPECT_EQ(thread_count(), before);
+  EXPECT_EQ(logits_copy(*full, *sf), logits_copy(*bg, *sb));
+  bg->set_background(false);
+  ASSERT_TRUE(full->decode(*sf, 42).ok());
+  ASSERT_TRUE(bg->decode(*sb, 42).ok());
+  EXPECT_EQ(thread_count(), before + 1) << "the worker starts at the first full-width pass";
+  EXPECT_EQ(logits_copy(*full, *sf), logits_copy(*bg, *sb));
+  bg->set_background(true);  // and back: the worker sleeps, results unchanged
+  ASSERT_TRUE(full->decode(*sf, 43).ok());
+  ASSERT_TRUE(bg->decode(*sb, 43).ok());
+  EXPECT_EQ(logits_copy(*full, *sf), logits_copy(*bg, *sb));
 }
 
 // Locking: what decode reads is locked (VmLck grows by at least the weights

@@ -117,6 +117,9 @@ struct BackendOptions {
   // token waits for a page; where the OS refuses, run unlocked and say why
   // in memory_lock_note().
   bool lock_memory = true;
+  // Start in the background mode of Backend::set_background (a model being
+  // prepared for a hot swap while another engine serves).
+  bool background = false;
 };
 
 class Backend {
@@ -147,6 +150,11 @@ class Backend {
   // Empty when everything asked for is locked (or locking is off); else the
   // first refusal: what, how much, the limit, and how to raise it.
   virtual const std::string& memory_lock_note() const = 0;
+  // Background mode: ops run on the calling thread alone, leaving the other
+  // cores to whatever serves keystrokes meanwhile (a model being prepared
+  // and its prompts computed for a hot swap). Off: the backend's full width.
+  // Switched only between ops. A no-op where ops do not use host threads.
+  virtual void set_background(bool /*on*/) {}
 
   // ---- ops (pointers are backend memory unless said otherwise) ------------------------------
   // y (n_tok, rows) = x (n_tok, cols) · wᵀ, w: (rows, cols) of any supported type.

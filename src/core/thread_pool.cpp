@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/foreground.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define LAYA_PAUSE() _mm_pause()
@@ -34,10 +36,18 @@ Status ThreadPool::check_count(int n_threads) {
                             n_threads, bound, std::thread::hardware_concurrency()));
 }
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+ThreadPool::ThreadPool(int n_threads, bool solo) : n_threads_(n_threads < 1 ? 1 : n_threads), solo_(solo) {
+  if (!solo) start_workers();
+}
+
+void ThreadPool::start_workers() {
   workers_.reserve(static_cast<size_t>(n_threads_ - 1));
   try {
-    for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_main(i); });
+    // A worker waits for the generation after the current one: the next job
+    // is published (generation bumped) only after this returns.
+    const uint32_t now = generation_.load(std::memory_order_acquire);
+    for (int i = static_cast<int>(workers_.size()) + 1; i < n_threads_; ++i)
+      workers_.emplace_back([this, i, now] { worker_main(i, now); });
   } catch (...) {
     // A joinable std::thread destroyed by the unwinding would terminate the
     // process: stop and join the workers started so far, then report.
@@ -57,9 +67,26 @@ void ThreadPool::stop_workers() {
 }
 
 void ThreadPool::run(Fn fn, void* ctx) {
+  if (solo_.load(std::memory_order_acquire)) {
+    foreground::yield();  // background work: not while a keystroke computes
+    fn(ctx, 0, 1);
+    return;
+  }
   if (n_threads_ == 1) {
     fn(ctx, 0, 1);
     return;
+  }
+  if (static_cast<int>(workers_.size()) != n_threads_ - 1) {
+    // Started solo: the workers start now, on the thread that runs the first
+    // full job (a keystroke's, at normal priority). Refused: stay solo.
+    try {
+      start_workers();
+    } catch (...) {
+      stop_.store(false, std::memory_order_release);  // stop_workers set it; the pool lives on, solo
+      solo_.store(true, std::memory_order_release);
+      fn(ctx, 0, 1);
+      return;
+    }
   }
   fn_ = fn;
   ctx_ = ctx;
@@ -80,10 +107,9 @@ void ThreadPool::run(Fn fn, void* ctx) {
   }
 }
 
-void ThreadPool::worker_main(int index) {
-  // Generation 0 is the state at construction; a job published before this
-  // thread got scheduled must still be run, so do not re-read it here.
-  uint32_t seen = 0;
+void ThreadPool::worker_main(int index, uint32_t seen) {
+  // `seen` is the generation when this worker was made; a job published
+  // before the thread got scheduled must still be run, so do not re-read it.
   for (;;) {
     uint32_t g;
     int spins = 0;

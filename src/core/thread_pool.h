@@ -31,12 +31,27 @@ class ThreadPool {
   // n_threads includes the calling thread (n_threads - 1 workers are started).
   // Throws std::system_error when the OS refuses a thread (after stopping and
   // joining those already started), std::bad_alloc when memory runs out.
-  explicit ThreadPool(int n_threads);
+  //
+  // `solo`: start in solo mode (set_solo) with no worker started yet; they
+  // start at the first job run after set_solo(false), on the thread that runs
+  // it. A model loaded for a hot swap is prepared this way, on the swapping
+  // thread alone, while another engine serves keystrokes on all cores.
+  explicit ThreadPool(int n_threads, bool solo = false);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
+  // Threads the pool has room for (per-thread scratch is sized by this).
   int size() const { return n_threads_; }
+  // Threads a job run now is split over: size(), or 1 in solo mode.
+  int active() const { return solo_.load(std::memory_order_acquire) ? 1 : n_threads_; }
+  // Solo mode: jobs run on the calling thread alone, as fn(ctx, 0, 1), and
+  // the workers sleep; each job first gives way to foreground work
+  // (foreground::yield). For work done off the keystroke path (a model being
+  // prepared for a swap) that must leave the cores to the engine serving.
+  // If the workers cannot be started when solo mode ends, the pool stays solo.
+  void set_solo(bool on) { solo_.store(on, std::memory_order_release); }
+  bool solo() const { return solo_.load(std::memory_order_acquire); }
 
   // Runs fn(ctx, thread_index, n_threads) on every thread (caller is index 0)
   // and returns when all have finished. Work splitting is the callee's job.
@@ -51,7 +66,8 @@ class ThreadPool {
   }
 
  private:
-  void worker_main(int index);
+  void worker_main(int index, uint32_t seen);
+  void start_workers();  // throws as the constructor does
   void stop_workers();
 
   int n_threads_;
@@ -61,6 +77,7 @@ class ThreadPool {
   alignas(64) std::atomic<uint32_t> generation_{0};
   alignas(64) std::atomic<int> pending_{0};
   alignas(64) std::atomic<bool> stop_{false};
+  std::atomic<bool> solo_{false};
 };
 
 }  // namespace laya

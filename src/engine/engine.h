@@ -55,6 +55,10 @@ struct EngineOptions {
   // token waits for a page. Where the OS refuses (locked-memory limit), the
   // engine runs unlocked and memory_lock_note() says why.
   bool lock_memory = true;
+  // Made in background mode (Backend::set_background): the weights are
+  // packed and every forward pass runs on the calling thread alone until
+  // set_background(false). ModelSlot prepares a swap's model so.
+  bool background = false;
 };
 
 class Engine;
@@ -91,6 +95,9 @@ class Engine {
   const HParams& hparams() const { return model_->hparams(); }
   const EngineOptions& options() const { return opt_; }
   const Backend& backend() const { return *backend_; }
+  // Backend::set_background: forward passes on the calling thread alone
+  // (on) or the backend's full width (off). Between forward passes only.
+  void set_background(bool on) const { backend_->set_background(on); }
   const KvBlockPool& kv_pool() const { return *pool_; }
   // Empty when everything asked for is locked (or locking is off); else the
   // first refusal: what, how much, the limit, and how to raise it.

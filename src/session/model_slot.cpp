@@ -40,7 +40,8 @@ Status step_error(const char* step, const Status& st) {
 
 }  // namespace
 
-Result<std::shared_ptr<const ModelBundle>> ModelSlot::load(const std::string& path, const ModelSlotOptions& opt) {
+Result<std::shared_ptr<const ModelBundle>> ModelSlot::load(const std::string& path, const ModelSlotOptions& opt,
+                                                           bool background) {
   const auto t0 = std::chrono::steady_clock::now();
   auto b = std::make_shared<ModelBundle>();
   b->path = path;
@@ -56,6 +57,7 @@ Result<std::shared_ptr<const ModelBundle>> ModelSlot::load(const std::string& pa
     return step_error("tokenizer", st);
   b->tokenizer = std::shared_ptr<const tok::Tokenizer>(std::move(t).value());
   EngineOptions eo = opt.engine;
+  eo.background = background;
   const int64_t train = model.hparams().n_ctx_train;
   if (eo.n_ctx > 0 && train > 0) eo.n_ctx = std::min(eo.n_ctx, train);
   auto e = Engine::create(b->model, eo);
@@ -155,17 +157,24 @@ Status ModelSlot::swap_locked(const std::string& path) {
   // The kept bundle is taken back only when its file is the one on disk now
   // (a model rewritten under the same name is loaded again).
   if (back && back->model->check_files_unchanged().ok()) {
+    // No session computes on the kept bundle now (each rebinds to the
+    // current one at its next suggest), so its width can be lent to this thread.
+    if (opt_.background) back->engine->set_background(true);
     prewarm(back);
+    back->engine->set_background(false);
     publish(std::move(back));
     return Status::Ok();
   }
   back.reset();
-  auto b = load(path, opt_);
+  auto b = load(path, opt_, opt_.background);
   if (!b.ok()) {
     return Status(b.status().code(), fmt::format("swap to {}: {} (the current model, {}, keeps serving)", path,
                                                  b.status().message(), current()->path));
   }
   prewarm(b.value());
+  // Full width from the first keystroke on: its workers start then, on that
+  // keystroke's thread, at its priority (ThreadPool's solo start).
+  b.value()->engine->set_background(false);
   publish(std::move(b).value());
   return Status::Ok();
 }

@@ -24,6 +24,8 @@
 //      their first keystroke after the switch computes only what was typed
 //      since (not the whole re-tokenized prompt);
 //   5. switch: under a short lock, the new bundle becomes current.
+// Steps 2-4 run in the background (ModelSlotOptions::background): the new
+// engine on the swapping thread alone, giving way to every keystroke.
 // A failure in 1-3 returns a Status saying which step and why, and the old
 // bundle keeps serving (nothing of it was touched); a prewarm that fails only
 // leaves that session to start cold on the new model.
@@ -86,6 +88,15 @@ struct ModelSlotOptions {
   // one prefill of that session's prompt; 0: none (the first keystroke after
   // a swap then recomputes what the new model's pool does not hold).
   int prewarm_sessions = 4;
+  // Do a swap's packing, probe and prewarm in the background: the new
+  // engine's forward passes on the swapping thread alone
+  // (Engine::set_background), each op and each packed matrix waiting first
+  // while a keystroke's suggestion runs (core/foreground.h), so the swap uses
+  // the cores between keystrokes. Without it a swap's 2-thread probe and
+  // prefills fought the serving engine's threads on a 2-core machine
+  // (swap_added_ms p50 67 / p99 348 ms in `laya replay --swap-to`). false:
+  // the backend's full width at once (a swap while nothing is serving).
+  bool background = true;
 };
 
 class ModelSlot {
@@ -95,7 +106,10 @@ class ModelSlot {
   static Result<std::unique_ptr<ModelSlot>> create(const std::string& path, const ModelSlotOptions& opt = {});
   // Loads, prepares and validates one bundle without publishing it (what
   // create and swap_model do before the switch).
-  static Result<std::shared_ptr<const ModelBundle>> load(const std::string& path, const ModelSlotOptions& opt);
+  // background: the engine is made in background mode (EngineOptions) and
+  // left so; the caller switches it off before publishing it.
+  static Result<std::shared_ptr<const ModelBundle>> load(const std::string& path, const ModelSlotOptions& opt,
+                                                         bool background = false);
   // The checks of step 3 on a prepared bundle: kCorrupt naming the file and
   // what was wrong (a token's logit that is NaN or infinite, a text the
   // tokenizer does not give back).

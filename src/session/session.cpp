@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "core/foreground.h"
 #include "core/utf8.h"
 
 namespace laya {
@@ -676,6 +677,8 @@ Result<Suggestion> Session::suggest(const SuggestOptions& opt, const std::functi
 Status Session::suggest_into(const SuggestOptions& opt, Suggestion* out,
                              const std::function<void(std::string_view)>& on_piece) {
   const auto start = Clock::now();
+  // A hot swap preparing the next model gives way while this runs.
+  const foreground::Scope busy;
   // A cancel() after this call began must stop it, even one that came while
   // it waited for the lock; one before it began must not.
   const uint64_t epoch = cancel_epoch_.load();

@@ -194,8 +194,9 @@ class Replayer {
   // Sessions are made on `slot` and follow its swaps; `swaps` (may be null)
   // hears of every event; `swap_to`: the canonical path of --swap-to ("" none).
   Replayer(ModelSlot& slot, const SessionOptions& so, const SuggestOptions& opt, bool fast, bool verify,
-           SwapDriver* swaps = nullptr, std::string swap_to = "")
-      : slot_(slot), so_(so), opt_(opt), fast_(fast), verify_(verify), swaps_(swaps), swap_to_(std::move(swap_to)) {}
+           SwapDriver* swaps = nullptr, std::string swap_to = "", double gap_ms = 0)
+      : slot_(slot), so_(so), opt_(opt), fast_(fast || gap_ms > 0), verify_(verify), gap_ms_(gap_ms), swaps_(swaps),
+        swap_to_(std::move(swap_to)) {}
 
   Status run(const Trace& t, Stats* s) {
     if (!fast_ && !verify_) return run_async(t, s);
@@ -213,6 +214,8 @@ class Replayer {
       const std::string where = fmt::format("{}:{}", t.path, e.line);
       if (!fast_) std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(
                                                             std::chrono::duration<double, std::milli>(e.t_ms)));
+      if (gap_ms_ > 0 && &e != &t.events.front())
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(gap_ms_));
       got_piece = false;
       const auto t0 = Clock::now();
       if (Status st = apply(live, e, s); !st.ok()) return Status(st.code(), fmt::format("{}: {}", where, st.message()));
@@ -361,6 +364,7 @@ class Replayer {
   SessionOptions so_;
   SuggestOptions opt_;
   bool fast_, verify_;
+  double gap_ms_;
   SwapDriver* swaps_;
   std::string swap_to_;
 };
@@ -433,6 +437,11 @@ int cmd_replay(int argc, char** argv) {
   int64_t max_ctx = 2048;
   app.add_option("traces", paths, "trace files (.jsonl)")->required();
   app.add_flag("--fast", fast, "play events back to back instead of at the recorded pace");
+  double gap_ms = 0;
+  app.add_option("--gap-ms", gap_ms,
+                 "play events one after another with this many ms between a suggestion and the next event "
+                 "(a typist's pause: the threads fall asleep; bench/serve_load.py --once --gap-ms plays the same)")
+      ->transform(real_in(0, 60000));
   app.add_flag("--verify", verify, "compare every suggestion with a fresh session's (from scratch)");
   app.add_option("--json", json_path, "write the results as JSON to this file");
   app.add_option("--html", html_path, "write the latency report (one self-contained HTML file) here");
@@ -535,7 +544,7 @@ int cmd_replay(int argc, char** argv) {
   std::unique_ptr<SwapDriver> driver;
   if (swapping)
     driver = std::make_unique<SwapDriver>(*slot, flags.model_path, swap_to, swap_bad, swap_every, total_events);
-  Replayer rp(*slot, so, opt, fast, verify, driver.get(), swap_to);
+  Replayer rp(*slot, so, opt, fast, verify, driver.get(), swap_to, gap_ms);
   Stats all;
   std::vector<std::pair<std::string, Stats>> done;  // per trace, for --html
   json per = json::object();

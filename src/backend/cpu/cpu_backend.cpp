@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/foreground.h"
 #include "backend/cpu/attention.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
@@ -47,7 +48,7 @@ Result<std::unique_ptr<Backend>> CpuBackend::create(const BackendOptions& opt, c
 }
 
 CpuBackend::CpuBackend(const BackendOptions& opt, const ForwardLimits& lim, int n_threads)
-    : opt_(opt), lim_(lim), pool_(n_threads) {
+    : opt_(opt), lim_(lim), pool_(n_threads, opt.background) {
   counters_ = std::make_unique<RowCounter[]>(static_cast<size_t>(pool_.size()));
   scratch_.resize(static_cast<size_t>(pool_.size()));
   for (auto& s : scratch_) {
@@ -111,8 +112,10 @@ size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices) {
   std::vector<cpu::PackedMatrix> mats(todo.size());
   // Pack on every thread (largest first is not needed: ~200 matrices).
   std::atomic<size_t> next{0};
+  const bool background = pool_.solo();
   pool_.run_each([&](int, int) {
     for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
+      if (background) foreground::yield();  // a swap's packing gives way to keystrokes, matrix by matrix
       const Tensor* t = todo[i];
       cpu::pack(*t, packed_buf_ + offsets[i], &mats[i]);
       // Give back the file pages wholly inside this tensor (they are clean and
@@ -287,7 +290,7 @@ void CpuBackend::gemm_rows(const float* const* rowp, int64_t nr, const float* x,
 template <typename F>
 void CpuBackend::run_rows(int64_t n, int64_t n_tok, F&& rows) {
   static_assert(kDecodeChunkRows % cpu::kPackRows == 0, "chunks are whole packed groups");
-  if (n_tok == 1 && pool_.size() > 1) {
+  if (n_tok == 1 && pool_.active() > 1) {
     reset_row_counters(n);
     pool_.run_each([&](int ti, int nt) { claim_rows(ti, nt, [&](int64_t b, int64_t e) { rows(b, e, ti); }); });
     return;
@@ -300,7 +303,11 @@ void CpuBackend::run_rows(int64_t n, int64_t n_tok, F&& rows) {
 }
 
 void CpuBackend::reset_row_counters(int64_t n) {
-  const int nt = pool_.size();
+  // Split over the threads the job will run on; claim_rows visits all of
+  // these counters whatever thread count the job then runs with, so every
+  // row is done even if background mode changed in between.
+  const int nt = pool_.active();
+  n_counters_ = nt;
   for (int t = 0; t < nt; ++t) {
     int64_t b, e;
     split(n, t, nt, 16, &b, &e);

@@ -36,6 +36,7 @@ class CpuBackend final : public Backend {
   Status prepare_weights(const std::vector<const Tensor*>& matrices, const std::vector<const Tensor*>& all) override;
   size_t prepared_bytes() const override { return packed_bytes_; }
   const std::string& memory_lock_note() const override { return lock_note_; }
+  void set_background(bool on) override { pool_.set_solo(on); }
 
   Status matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) override;
   Status matmul_group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) override;
@@ -122,6 +123,7 @@ class CpuBackend final : public Backend {
     int64_t end = 0;
   };
   std::unique_ptr<RowCounter[]> counters_;
+  int n_counters_ = 1;  // counters set by the last reset_row_counters
   // Sets the counters to the even split of n rows (grain 16).
   void reset_row_counters(int64_t n);
   // Runs rows(b, e, thread) over [0, n) on the pool: stolen chunks for a
@@ -131,8 +133,9 @@ class CpuBackend final : public Backend {
   // Calls f(b, e) for every chunk thread ti claims until all rows are done.
   template <typename F>
   void claim_rows(int ti, int nt, F&& f) {
-    for (int k = 0; k < nt; ++k) {
-      RowCounter& c = counters_[static_cast<size_t>((ti + k) % nt)];
+    (void)nt;
+    for (int k = 0; k < n_counters_; ++k) {
+      RowCounter& c = counters_[static_cast<size_t>((ti + k) % n_counters_)];
       for (int64_t r; (r = c.next.fetch_add(kDecodeChunkRows, std::memory_order_relaxed)) < c.end;)
         f(r, std::min(r + kDecodeChunkRows, c.end));
     }
