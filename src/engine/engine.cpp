@@ -88,6 +88,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
   BackendOptions bo;
   bo.n_threads = o.n_threads;
   bo.lock_memory = o.lock_memory;
+  bo.on_prepare_progress = o.on_prepare_progress;
   LAYA_ASSIGN_OR_RETURN(std::unique_ptr<Backend> be, make_backend(o.backend, bo, lim));
   e->backend_ = std::move(be);
   const ModelWeights& w = e->model_->weights();

@@ -55,6 +55,10 @@ struct EngineOptions {
   // token waits for a page. Where the OS refuses (locked-memory limit), the
   // engine runs unlocked and memory_lock_note() says why.
   bool lock_memory = true;
+  // Progress of create()'s longest step, preparing the weights
+  // (BackendOptions::on_prepare_progress): called on the calling thread with
+  // bytes done and in all, ending with done == total. Empty: none.
+  std::function<void(uint64_t done, uint64_t total)> on_prepare_progress;
 };
 
 class Engine;
