@@ -162,7 +162,9 @@ TEST(EngineApi, PrepareProgressEndsAtTheWeightBytes) {
     EXPECT_EQ(calls[i].thread, std::this_thread::get_id()) << i;
     EXPECT_EQ(calls[i].total, weights) << i;
     EXPECT_LE(calls[i].done, calls[i].total) << i;
-    if (i > 0) EXPECT_GE(calls[i].done, calls[i - 1].done) << i;
+    if (i > 0) {
+      EXPECT_GE(calls[i].done, calls[i - 1].done) << i;
+    }
   }
   EXPECT_EQ(calls.back().done, weights);
   EXPECT_GT(calls.size(), 2u);  // not only the end: per tensor

@@ -162,7 +162,9 @@ void load_and_run(const std::string& preset, MkType type) {
   for (size_t i = 0; i < progress.size(); ++i) {
     EXPECT_EQ(progress[i].second, rep->file_bytes) << i;
     EXPECT_LE(progress[i].first, progress[i].second) << i;
-    if (i > 0) EXPECT_GE(progress[i].first, progress[i - 1].first) << i;
+    if (i > 0) {
+      EXPECT_GE(progress[i].first, progress[i - 1].first) << i;
+    }
   }
   EXPECT_EQ(progress.back().first, rep->file_bytes);
   EXPECT_EQ(rep->tokenizer_source, "synthetic");
