@@ -212,6 +212,57 @@ Status type_document(Engine& eng, const tok::Tokenizer& tk, const SessionOptions
   return Status::Ok();
 }
 
+// -p: each text's suggestion on a fresh session, printed as a JSON line; all
+// of them as an array (for --json).
+Result<json> suggest_prompts(Engine& eng, const tok::Tokenizer& tk, const SessionOptions& so, const SuggestOptions& opt,
+                             const std::vector<std::string>& prompts) {
+  json arr = json::array();
+  for (const std::string& p : prompts) {
+    Session s(eng, tk, so);
+    LAYA_TRY(s.set_text(p));
+    LAYA_ASSIGN_OR_RETURN(Suggestion sug, s.suggest(opt));
+    const json line = {{"prompt", p}, {"suggestion", sug.text}};
+    arr.push_back(line);
+    // -p text from the command line may be invalid UTF-8: replaced, not thrown.
+    std::printf("%s\n", line.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+  }
+  return arr;
+}
+
+// Every trace typed in turn: the per-trace JSON and summary lines, the total,
+// and (want_report) the report's sections. A trace that fails stops the run
+// (`failed`); the traces before it are kept.
+struct TypedTraces {
+  json per_trace = json::object();
+  TraceResult total;
+  std::vector<ReportTrace> report;
+  Status failed;
+};
+TypedTraces type_traces(Engine& eng, const tok::Tokenizer& tk, const SessionOptions& so, const SuggestOptions& opt,
+                        const std::vector<Trace>& traces, const std::vector<std::string>& docs, bool verbose,
+                        Progress& bar, bool want_report) {
+  TypedTraces run;
+  for (size_t i = 0; i < traces.size(); ++i) {
+    TraceResult r;
+    bar.set_label("bench-typing " + traces[i].name);
+    Status st = type_document(eng, tk, so, opt, traces[i].name, docs[i], verbose, bar,
+                              static_cast<uint64_t>(run.total.chars), &r);
+    bar.clear();  // before any result line
+    if (!st.ok()) {
+      run.failed = Status(st.code(), fmt::format("{}: {}", traces[i].path, st.message()));
+      break;
+    }
+    json j = json::object();
+    add_json(r, &j);
+    run.per_trace[traces[i].name] = j;
+    print_summary(traces[i].name, r);
+    std::fflush(stdout);
+    run.total.add(r);
+    if (want_report) run.report.push_back(report_trace(r, traces[i].name));
+  }
+  return run;
+}
+
 }  // namespace
 
 int cmd_bench_typing(int argc, char** argv) {
@@ -288,21 +339,11 @@ int cmd_bench_typing(int argc, char** argv) {
   SuggestOptions opt;
   opt.max_tokens = max_tokens;
   if (!prompts.empty()) {
-    json arr = json::array();
-    for (const std::string& p : prompts) {
-      Session s(eng, *tk, so);
-      Status st = s.set_text(p);
-      if (!st.ok()) return report_error("bench-typing", st);
-      auto sug = s.suggest(opt);
-      if (!sug.ok()) return report_error("bench-typing", sug.status());
-      const json line = {{"prompt", p}, {"suggestion", sug->text}};
-      arr.push_back(line);
-      // -p text from the command line may be invalid UTF-8: replaced, not thrown.
-      std::printf("%s\n", line.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
-    }
+    auto arr = suggest_prompts(eng, *tk, so, opt, prompts);
+    if (!arr.ok()) return report_error("bench-typing", arr.status());
     if (traces.empty()) {
       if (!json_path.empty()) {
-        if (Status st = write_file_atomic(json_path, dump_json(arr), json_opt); !st.ok())
+        if (Status st = write_file_atomic(json_path, dump_json(*arr), json_opt); !st.ok())
           return report_error("bench-typing", st);
       }
       return 0;
@@ -312,31 +353,16 @@ int cmd_bench_typing(int argc, char** argv) {
   // Every trace was checked before the model was loaded, so a bad file fails
   // before any work. A trace that fails while it runs stops the run, and the
   // results of the traces before it are still written (marked "incomplete").
-  json jt = json::object();
-  TraceResult total;
-  Status failed;
-  uint64_t all_chars = 0;
-  for (const std::string& d : docs) all_chars += cp_count(d);
-  Progress bar("bench-typing", all_chars, progress_allowed(flags.quiet), "chars");
-  std::vector<ReportTrace> report;  // per trace, for --html
-  for (size_t i = 0; i < traces.size(); ++i) {
-    TraceResult r;
-    bar.set_label("bench-typing " + traces[i].name);
-    Status st = type_document(eng, *tk, so, opt, traces[i].name, docs[i], verbose, bar,
-                              static_cast<uint64_t>(total.chars), &r);
-    bar.clear();  // before any result line
-    if (!st.ok()) {
-      failed = Status(st.code(), fmt::format("{}: {}", traces[i].path, st.message()));
-      break;
-    }
-    json j = json::object();
-    add_json(r, &j);
-    jt[traces[i].name] = j;
-    print_summary(traces[i].name, r);
-    std::fflush(stdout);
-    total.add(r);
-    if (!html_path.empty()) report.push_back(report_trace(r, traces[i].name));
+  TypedTraces run;
+  {
+    uint64_t all_chars = 0;
+    for (const std::string& d : docs) all_chars += cp_count(d);
+    Progress bar("bench-typing", all_chars, progress_allowed(flags.quiet), "chars");
+    run = type_traces(eng, *tk, so, opt, traces, docs, verbose, bar, !html_path.empty());
   }
+  const TraceResult& total = run.total;
+  const Status& failed = run.failed;
+  json& jt = run.per_trace;
   print_summary("overall", total);
   json out;
   out["model"] = flags.model_path;
@@ -353,14 +379,14 @@ int cmd_bench_typing(int argc, char** argv) {
     if (Status st = write_file_atomic(json_path, dump_json(out), json_opt); !st.ok())
       return report_error("bench-typing", st);
   }
-  if (!html_path.empty() && !report.empty()) {
+  if (!html_path.empty() && !run.report.empty()) {
     ReportInput in;
     in.model = flags.model_path;
     in.machine = machine_description(flags.threads);
     in.how = fmt::format("a simulated user typing each trace's final text, keystrokes back to back (Tab takes a "
                          "suggestion's matching words), up to {} tokens per suggestion", max_tokens);
-    for (int i = 0; i < argc; ++i) in.command += (i ? " " : "laya ") + std::string(argv[i]);
-    in.traces = std::move(report);
+    in.command = command_line(argc, argv);
+    in.traces = std::move(run.report);
     if (Status st = write_file_atomic(html_path, report_html(in), html_opt); !st.ok())
       return report_error("bench-typing", st);
   }

@@ -548,7 +548,7 @@ int cmd_replay(int argc, char** argv) {
     in.model = flags.model_path;
     in.paced = !fast;
     in.machine = machine_description(flags.threads);
-    for (int i = 0; i < argc; ++i) in.command += (i ? " " : "laya ") + std::string(argv[i]);
+    in.command = command_line(argc, argv);
     for (auto& [name, st] : done) {
       ReportTrace t = st.report_trace(name);
       if (auto it = peer.find(name); it != peer.end()) t.peer_suggest_ms = it->second;

@@ -92,6 +92,12 @@ std::string section(const ReportTrace& t, const std::string& peer_name) {
 
 }  // namespace
 
+std::string command_line(int argc, char** argv) {
+  std::string c = "laya";
+  for (int i = 0; i < argc; ++i) (c += ' ') += argv[i];
+  return c;
+}
+
 std::string machine_description(int threads) {
   std::string cpu = "unknown CPU";
   std::ifstream f("/proc/cpuinfo");  // a /proc file reports size 0: read it as a stream

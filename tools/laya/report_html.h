@@ -48,6 +48,9 @@ struct ReportInput {
 
 std::string report_html(const ReportInput& in);
 
+// "laya replay --fast t.jsonl --html r.html": the command as typed (argv of the subcommand).
+std::string command_line(int argc, char** argv);
+
 // "Intel(R) Xeon(R) Processor, 2 cores, 2 threads" from /proc/cpuinfo (threads 0: all cores).
 std::string machine_description(int threads);
 
