@@ -497,7 +497,7 @@ int cmd_replay(int argc, char** argv) {
     driver = std::make_unique<SwapDriver>(*slot, flags.model_path, swap_to, swap_bad, swap_every, total_events);
   Replayer rp(*slot, so, opt, fast, verify, driver.get(), swap_to);
   Stats all;
-  std::vector<std::pair<std::string, Stats>> done;  // per trace, for --html
+  std::vector<ReportTrace> report;  // per trace, for --html
   json per = json::object();
   Status failed;
   Progress bar("replay", static_cast<uint64_t>(total_events), progress_allowed(flags.quiet), "events");
@@ -512,7 +512,10 @@ int cmd_replay(int argc, char** argv) {
     std::fflush(stdout);
     per[t.name] = stats_json(s, verify, samples);
     all.add(s);
-    if (!html_path.empty()) done.emplace_back(t.name, std::move(s));
+    if (!html_path.empty()) {
+      report.push_back(s.report_trace(t.name));
+      if (auto it = peer.find(t.name); it != peer.end()) report.back().peer_suggest_ms = it->second;
+    }
   }
   if (traces.size() > 1) print_stats("overall", all, verify);
   json swaps;
@@ -543,17 +546,13 @@ int cmd_replay(int argc, char** argv) {
     if (Status st = write_file_atomic(json_path, dump_json(out), json_opt); !st.ok())
       return report_error("replay", st);
   }
-  if (!html_path.empty() && !done.empty()) {
+  if (!html_path.empty() && !report.empty()) {
     ReportInput in;
     in.model = flags.model_path;
     in.paced = !fast;
     in.machine = machine_description(flags.threads);
     in.command = command_line(argc, argv);
-    for (auto& [name, st] : done) {
-      ReportTrace t = st.report_trace(name);
-      if (auto it = peer.find(name); it != peer.end()) t.peer_suggest_ms = it->second;
-      in.traces.push_back(std::move(t));
-    }
+    in.traces = std::move(report);
     if (Status st = write_file_atomic(html_path, report_html(in), html_opt); !st.ok()) return report_error("replay", st);
   }
   return rc;
