@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Renders a laya latency report (replay --html) in headless Chromium and checks it:
+"""Renders a laya latency report (replay --html, bench-typing --html) in headless Chromium and checks it:
 the page loads without errors, every <svg> drew something (bars, lines or points), and the
 screenshot is a real picture (PNG decoded, not one flat colour).
 

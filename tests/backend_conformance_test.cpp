@@ -75,7 +75,7 @@ void must(const Status& st, const std::string& what) {
 }
 
 std::unique_ptr<Backend> make(const std::string& name, const ForwardLimits& lim) {
-  auto be = make_backend(name, BackendOptions{.n_threads = kThreads, .lock_memory = false}, lim);
+  auto be = make_backend(name, BackendOptions{.n_threads = kThreads, .lock_memory = false, .on_prepare_progress = {}}, lim);
   must(be.status(), "make_backend(" + name + ")");
   return std::move(be).value();
 }

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "core/memlock.h"
 #include "engine/engine.h"
@@ -171,6 +172,41 @@ TEST(EngineApi, LocksWhatDecodeReadsOrSaysWhy) {
   auto s2 = (*e2)->new_sequence();
   EXPECT_EQ(locked_bytes(), mid) << "lock_memory = false locked something";
   EXPECT_TRUE((*e2)->memory_lock_note().empty());
+}
+
+// Preparing the weights reports its progress (the CLI's bar for a large
+// model) on the calling thread, in bytes that only grow, and always ends with
+// done == total == every distinct weight's bytes.
+TEST(EngineApi, PrepareProgressEndsAtTheWeightBytes) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  auto m = Model::load(fx + "/ref-models/llama-tiny/gguf/llama-tiny-q8_0.gguf");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  std::shared_ptr<const Model> model = std::move(m).value();
+  uint64_t weights = 0;
+  for (const Tensor* t : model->weights().all()) weights += t->nbytes;
+  struct Call {
+    uint64_t done, total;
+    std::thread::id thread;
+  };
+  std::vector<Call> calls;
+  EngineOptions eo;
+  eo.n_threads = 2;
+  eo.n_ctx = 128;
+  eo.lock_memory = false;
+  eo.on_prepare_progress = [&](uint64_t done, uint64_t total) { calls.push_back({done, total, std::this_thread::get_id()}); };
+  auto e = Engine::create(model, eo);
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  ASSERT_FALSE(calls.empty());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_EQ(calls[i].thread, std::this_thread::get_id()) << i;
+    EXPECT_EQ(calls[i].total, weights) << i;
+    EXPECT_LE(calls[i].done, calls[i].total) << i;
+    if (i > 0) {
+      EXPECT_GE(calls[i].done, calls[i - 1].done) << i;
+    }
+  }
+  EXPECT_EQ(calls.back().done, weights);
+  EXPECT_GT(calls.size(), 2u);  // not only the end: per tensor
 }
 
 }  // namespace

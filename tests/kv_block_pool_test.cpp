@@ -15,7 +15,7 @@ namespace laya {
 namespace {
 
 std::shared_ptr<Backend> cpu_backend() {
-  auto be = make_backend("cpu", BackendOptions{.n_threads = 1, .lock_memory = false}, ForwardLimits{});
+  auto be = make_backend("cpu", BackendOptions{.n_threads = 1, .lock_memory = false, .on_prepare_progress = {}}, ForwardLimits{});
   EXPECT_TRUE(be.ok()) << be.status().to_string();
   return std::move(be).value();
 }

@@ -152,9 +152,21 @@ void load_and_run(const std::string& preset, MkType type) {
   opt.type = type;
   opt.seed = 7;
   opt.n_threads = 2;
+  // Progress: counts that only grow, ending at the file's size.
+  std::vector<std::pair<uint64_t, uint64_t>> progress;
+  opt.progress = [&](uint64_t done, uint64_t total) { progress.emplace_back(done, total); };
   auto rep = make_random_model(*p, opt, tf.path);
   ASSERT_TRUE(rep.ok()) << rep.status().to_string();
   EXPECT_EQ(std::filesystem::file_size(tf.path), rep->file_bytes);
+  ASSERT_GE(progress.size(), 2u);
+  for (size_t i = 0; i < progress.size(); ++i) {
+    EXPECT_EQ(progress[i].second, rep->file_bytes) << i;
+    EXPECT_LE(progress[i].first, progress[i].second) << i;
+    if (i > 0) {
+      EXPECT_GE(progress[i].first, progress[i - 1].first) << i;
+    }
+  }
+  EXPECT_EQ(progress.back().first, rep->file_bytes);
   EXPECT_EQ(rep->tokenizer_source, "synthetic");
 
   auto m = Model::load(tf.path);

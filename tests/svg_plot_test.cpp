@@ -65,7 +65,7 @@ TEST(ReportHtml, SelfContainedWithEverySection) {
   in.command = "laya replay --html r.html";
   in.machine = "test";
   ReportTrace a{"a", {1, 2, 3}, {0.5, 0.5, 0.5}, {0, 1, 2}, {false, true, false}, {0.1, 0.1, 0.1}, {0.2, 0.2, 0.2},
-                {1, 1, 1}, {40, 50}};
+                {1, 1, 1}, {40, 50}, {}};
   ReportTrace b = a;
   b.name = "b";
   in.traces = {a, b};
@@ -75,6 +75,38 @@ TEST(ReportHtml, SelfContainedWithEverySection) {
   EXPECT_EQ(h.find("<script"), std::string::npos);
   EXPECT_EQ(h.find("http://"), h.find("http://www.w3.org/2000/svg"));  // nothing fetched
   EXPECT_NE(h.find("llama-server"), std::string::npos);
+}
+
+// bench-typing's report: each section adds the keystroke savings (a sentence
+// and one more chart); the overall section sums the traces' keystrokes.
+TEST(ReportHtml, BenchTypingSectionsShowKeystrokeSavings) {
+  ReportInput in;
+  in.model = "m.gguf";
+  in.how = "a simulated user <typing>";
+  // 10 characters in 4 keystrokes: 60 % saved; 2 of 3 suggestions shown accepted, 7 characters with Tab.
+  ReportTrace a{"a", {1, 2, 3, 4}, {0.5, 0.5, 0.5, 0.5}, {4, 0, 2, 2}, {false, true, false, false}, {0, 0, 0, 0},
+                {1, 1, 1, 1}, {1, 1, 1, 1}, {}, {10, 4, 3, 2, 7}};
+  ReportTrace b = a;
+  b.name = "b";
+  b.typing = {30, 30, 5, 0, 0};  // nothing saved
+  in.traces = {a, b};
+  const std::string h = report_html(in);
+  EXPECT_EQ(count(h, "<section>"), 3);
+  EXPECT_EQ(count(h, "<svg"), 3 * 6);
+  EXPECT_NE(h.find("a simulated user &lt;typing&gt;"), std::string::npos);  // in place of the pace, escaped
+  EXPECT_EQ(h.find("events back to back"), std::string::npos);
+  EXPECT_NE(h.find("<b>Keystroke savings 60.0 %</b>: 4 keystrokes (typed or Tab) for 10 characters. "
+                   "2 of 3 suggestions shown were accepted (66.7 %), 7 characters with Tab. "
+                   "Prompt tokens computed: 2.00 per keystroke."),
+            std::string::npos);
+  EXPECT_NE(h.find("<b>Keystroke savings 0.0 %</b>: 30 keystrokes (typed or Tab) for 30 characters."), std::string::npos);
+  // All traces: 40 characters in 34 keystrokes.
+  EXPECT_NE(h.find("<b>Keystroke savings 15.0 %</b>: 34 keystrokes (typed or Tab) for 40 characters. "
+                   "2 of 8 suggestions shown were accepted (25.0 %)"),
+            std::string::npos);
+  // Replay's report has no such part.
+  for (ReportTrace& t : in.traces) t.typing = {};
+  EXPECT_EQ(report_html(in).find("Keystroke savings"), std::string::npos);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -120,6 +121,11 @@ struct BackendOptions {
   // Start in the background mode of Backend::set_background (a model being
   // prepared for a hot swap while another engine serves).
   bool background = false;
+  // Told while prepare_weights() runs, on the thread that called it: bytes of
+  // weights prepared so far and in all, ending with done == total. Loading a
+  // large model spends its time there (every byte is read, packed, locked);
+  // the library prints nothing, a caller may draw progress. Empty: none.
+  std::function<void(uint64_t done, uint64_t total)> on_prepare_progress;
 };
 
 class Backend {

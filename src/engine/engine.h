@@ -59,6 +59,10 @@ struct EngineOptions {
   // packed and every forward pass runs on the calling thread alone until
   // set_background(false). ModelSlot prepares a swap's model so.
   bool background = false;
+  // Progress of create()'s longest step, preparing the weights
+  // (BackendOptions::on_prepare_progress): called on the calling thread with
+  // bytes done and in all, ending with done == total. Empty: none.
+  std::function<void(uint64_t done, uint64_t total)> on_prepare_progress;
 };
 
 class Engine;

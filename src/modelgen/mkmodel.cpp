@@ -148,11 +148,7 @@ class TensorWriter {
       run_threads(static_cast<int>(std::min<int64_t>(n_threads_, nr)), work);
       LAYA_TRY(w_.write(buf_.data(), buf_.size()));
       done_bytes_ += buf_.size();
-      if (opt_.verbose) {
-        std::fprintf(stderr, "\r  %-28s %-5s %5.1f%% of %.1f MB", t.name.c_str(), dtype_name(t.type),
-                     100.0 * static_cast<double>(done_bytes_) / static_cast<double>(file_bytes_), file_bytes_ / 1048576.0);
-        std::fflush(stderr);
-      }
+      if (opt_.progress) opt_.progress(done_bytes_, file_bytes_);
     }
     return Status::Ok();
   }
@@ -227,7 +223,7 @@ Result<MkModelReport> make_random_model(const ModelPreset& p, const MkModelOptio
   LAYA_TRY(w.begin(path, out_opt));
   TensorWriter tw(p, opt, rep.file_bytes, w);
   for (size_t ti = 0; ti < plan.size(); ++ti) LAYA_TRY(tw.write(plan[ti], ti));
-  if (opt.verbose) std::fprintf(stderr, "\n");
+  if (opt.progress) opt.progress(rep.file_bytes, rep.file_bytes);  // the end, always said (the header is written too)
   LAYA_TRY(w.finish());
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rep;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,7 +66,9 @@ struct MkModelOptions {
   std::string tokenizer_json;  // empty: the preset's fixture (../shared/fixtures/...), else synthetic
   std::string fixtures_dir;    // where hf/llama3/tokenizer.json etc. live; empty: search the defaults
   int n_threads = 0;           // 0: hardware concurrency; at most ThreadPool::max_threads() (else kInvalidArgument)
-  bool verbose = false;        // progress to stderr
+  // Told after each chunk written: bytes of the file written so far and in
+  // all (the library prints nothing; `laya mkmodel` draws a bar). Empty: none.
+  std::function<void(uint64_t done, uint64_t total)> progress;
   // Whether an existing file may be replaced and which inputs it may not be
   // (core/atomic_file.h); checked before any work, the file written atomically.
   OutputOptions output;

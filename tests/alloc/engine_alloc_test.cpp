@@ -75,7 +75,7 @@ TEST(EngineAlloc, DecodeAndPrefillAllocateNothing) {
 // less than 10 MB before their first token: a sequence is a block table and a
 // token list, its KV blocks come from the pool as it grows.
 TEST(EngineAlloc, HundredEmptySequencesCostUnderTenMegabytes) {
-  auto be = make_backend("cpu", BackendOptions{.n_threads = 1, .lock_memory = false}, ForwardLimits{});
+  auto be = make_backend("cpu", BackendOptions{.n_threads = 1, .lock_memory = false, .on_prepare_progress = {}}, ForwardLimits{});
   ASSERT_TRUE(be.ok()) << be.status().to_string();
   const KvLayout qwen3_06b{28, 8, 128, DType::F32, 64};
   std::shared_ptr<Backend> backend = std::move(be).value();

@@ -1,6 +1,7 @@
 #include "cli_util.h"
 
 #include "cli_parse.h"
+#include "progress.h"
 
 #include <CLI/CLI.hpp>
 
@@ -100,6 +101,7 @@ void EngineFlags::add_to(CLI::App& app, bool with_kv) {
   app.add_option("--backend", backend, "compute backend (" + names + ")")->check(CLI::IsMember(backend_names()));
   app.add_option("--kv-budget", kv_budget_mb, "MB of KV memory shared by all sequences (default: one full context, at least 16 MiB)")
       ->transform(real_in(1.0, 1.0e8));
+  app.add_flag("-q,--quiet", quiet, "no progress bar on stderr (there is none unless stderr is a terminal)");
 }
 
 void EngineFlags::apply(EngineOptions* eo) const {
@@ -108,6 +110,9 @@ void EngineFlags::apply(EngineOptions* eo) const {
   eo->backend = backend;
   if (kv_budget_mb > 0) eo->kv_budget_bytes = static_cast<size_t>(kv_budget_mb * 1e6);
   if (kv_offered) eo->kv_type = kv == "f16" ? DType::F16 : kv == "q8_0" ? DType::Q8_0 : DType::F32;
+  std::filesystem::path name = std::filesystem::path(model_path).filename();
+  if (name.empty()) name = std::filesystem::path(model_path).parent_path().filename();  // "folder/"
+  eo->on_prepare_progress = byte_progress("loading " + name.string(), quiet, kLoadProgressMinBytes);
 }
 
 Result<std::shared_ptr<const Model>> EngineFlags::load_model() const {

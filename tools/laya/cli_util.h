@@ -30,7 +30,7 @@ namespace laya::cli {
 std::string default_model_path();
 
 // The flags of every command that runs a model: -m, -t, --backend, --kv,
-// --kv-budget, --no-mlock.
+// --kv-budget, --no-mlock, -q.
 struct EngineFlags {
   std::string model_path = default_model_path();
   int threads = 0;  // 0: all cores; checked by Engine::create (ThreadPool::check_count)
@@ -39,8 +39,11 @@ struct EngineFlags {
   double kv_budget_mb = 0;  // 0: the engine's default
   bool no_mlock = false;
   bool kv_offered = false;
+  bool quiet = false;  // -q: no progress bar (progress.h)
   void add_to(CLI::App& app, bool with_kv);
-  void apply(EngineOptions* eo) const;  // threads, backend, lock_memory, KV budget, and kv_type when --kv is offered
+  // threads, backend, lock_memory, KV budget, kv_type when --kv is offered,
+  // and the progress bar of a model over kLoadProgressMinBytes (unless -q).
+  void apply(EngineOptions* eo) const;
   // The model of -m (or the default), or an error naming what is missing.
   Result<std::shared_ptr<const Model>> load_model() const;
   // The model's tokenizer: its GGUF metadata, or the folder's tokenizer.json.

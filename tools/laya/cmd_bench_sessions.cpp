@@ -67,6 +67,7 @@
 #include "latency_stats.h"
 #include "model/model.h"
 #include "outputs.h"
+#include "progress.h"
 #include "session/session.h"
 #include "session/session_store.h"
 #include "tokenizer/tokenizer.h"
@@ -252,12 +253,15 @@ struct Results {
 
 // The switches: focus change -> suggestion, --keys keystrokes, and for the first
 // n_recompute the same switch without the store.
-Status run_switches(Run& run, Engine* rc, int switches, int keys, int n_recompute, uint64_t seed, Results* r) {
+Status run_switches(Run& run, Engine* rc, int switches, int keys, int n_recompute, uint64_t seed, Progress& bar,
+                    Results* r) {
   std::mt19937_64 rng(seed ^ 0x5eedULL);
   static const std::string kTyped = "the quick brown fox jumps over the lazy dog ";
   size_t cur = run.docs.size();
   size_t typed = 0;
+  bar.restart("bench-sessions: switches", static_cast<uint64_t>(switches));
   for (int i = 0; i < switches; ++i) {
+    bar.update(static_cast<uint64_t>(i));
     size_t d = rng() % run.docs.size();
     if (d == cur && run.docs.size() > 1) d = (d + 1) % run.docs.size();
     cur = d;
@@ -272,6 +276,7 @@ Status run_switches(Run& run, Engine* rc, int switches, int keys, int n_recomput
       r->recompute_ms.push_back(rs.first);
       if (rs.second.tokens != s.tokens) {
         ++r->mismatches;
+        bar.clear();
         fmt::print(stderr, "laya bench-sessions: document {}: switch gave \"{}\", from scratch \"{}\"\n", d, s.text,
                    rs.second.text);
       }
@@ -438,12 +443,14 @@ json results_json(const Run& run, const Results& r, const Args& a, double kv_mb,
 }
 
 // Builds the documents and their sessions, one warm-up suggestion each.
-Status build(Run& run, const Args& a, Results* r) {
+Status build(Run& run, const Args& a, Progress& bar, Results* r) {
   const std::vector<std::string> traces = a.traces.empty() ? default_traces() : a.traces;
   LAYA_ASSIGN_OR_RETURN(std::string corpus, load_corpus(traces, a.spec.seed));
   const std::vector<std::string> texts = build_docs(corpus, run.tk, a.spec);
   const auto t0 = Clock::now();
+  bar.restart("bench-sessions: documents", texts.size());
   for (size_t d = 0; d < texts.size(); ++d) {
+    bar.update(d);
     run.docs.push_back(std::make_unique<Session>(run.eng, run.tk));
     run.last_use.push_back(0);
     run.active.push_back(false);
@@ -530,8 +537,12 @@ int cmd_bench_sessions(int argc, char** argv) {
   Run run{**e, *tk, {}, {}, {}, {}, 0, 0};
   run.opt.max_tokens = a.max_tokens;
   Results r;
-  Status st = a.load_dir.empty() ? build(run, a, &r) : load(run, a, &r);
-  if (st.ok()) st = run_switches(run, rc_eng.get(), a.switches, a.keys, a.n_recompute, a.spec.seed, &r);
+  Status st;
+  {
+    Progress bar("bench-sessions", 0, progress_allowed(flags.quiet));
+    st = a.load_dir.empty() ? build(run, a, bar, &r) : load(run, a, &r);
+    if (st.ok()) st = run_switches(run, rc_eng.get(), a.switches, a.keys, a.n_recompute, a.spec.seed, bar, &r);
+  }  // the bar is wiped here, before any result line
   if (!st.ok()) return report_error("bench-sessions", st);
   const auto [kv_mb, shared_mb] = kv_memory(run);
   if (!a.save_dir.empty()) {

@@ -1,5 +1,5 @@
-// laya bench-typing [-m MODEL] TRACE.jsonl... [--json out.json] [-t THREADS] [--max-tokens 8] [--max-ctx 2048]
-//                   [--no-heal] [--fim psm|spm|off] [--fim-suffix-tokens 32] [-v]
+// laya bench-typing [-m MODEL] TRACE.jsonl... [--json out.json] [--html report.html] [-t THREADS] [--max-tokens 8]
+//                   [--max-ctx 2048] [--no-heal] [--fim psm|spm|off] [--fim-suffix-tokens 32] [-v] [-q]
 // laya bench-typing [-m MODEL] -p TEXT [-p TEXT...]   (just print the suggestions)
 // Keystroke savings: rebuilds each trace's final document and simulates a
 // user typing it left to right on one Session per trace (the one an editor
@@ -32,6 +32,9 @@
 // the rest was reused with no forward pass). The keystrokes come back to back
 // (no pacing); the first suggestion, on the empty document, has no keystroke
 // before it.
+//
+// --html writes replay's latency report (report_html.h) of these suggestions,
+// with each trace's keystroke savings, acceptance and tokens per keystroke.
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -46,6 +49,8 @@
 #include "engine/engine.h"
 #include "latency_stats.h"
 #include "outputs.h"
+#include "progress.h"
+#include "report_html.h"
 #include "session/session.h"
 #include "tokenizer/tokenizer.h"
 #include "trace.h"
@@ -88,14 +93,13 @@ bool is_alnum(char32_t c) {
   }
 }
 
-struct TraceResult {
+// The latency samples (latency_stats.h, as replay's) plus the keystroke figures.
+struct TraceResult : LatencySamples {
   int64_t chars = 0, keystrokes = 0, shown = 0, accepted = 0, accepted_chars = 0, positions = 0;
   int64_t prefill_tokens = 0, decode_steps = 0;
-  int64_t free_keystrokes = 0, window_moves = 0, fim_events = 0, healed_events = 0;
-  std::vector<double> suggest_ms, first_token_ms;
-  std::vector<int64_t> computed;
   double seconds = 0;
   void add(const TraceResult& o) {
+    LatencySamples::add(o);
     chars += o.chars;
     keystrokes += o.keystrokes;
     shown += o.shown;
@@ -104,13 +108,6 @@ struct TraceResult {
     positions += o.positions;
     prefill_tokens += o.prefill_tokens;
     decode_steps += o.decode_steps;
-    free_keystrokes += o.free_keystrokes;
-    window_moves += o.window_moves;
-    fim_events += o.fim_events;
-    healed_events += o.healed_events;
-    suggest_ms.insert(suggest_ms.end(), o.suggest_ms.begin(), o.suggest_ms.end());
-    first_token_ms.insert(first_token_ms.end(), o.first_token_ms.begin(), o.first_token_ms.end());
-    computed.insert(computed.end(), o.computed.begin(), o.computed.end());
     seconds += o.seconds;
   }
   double savings() const { return chars ? 1.0 - static_cast<double>(keystrokes) / static_cast<double>(chars) : 0.0; }
@@ -133,24 +130,23 @@ void add_json(const TraceResult& r, json* j) {
   o["seconds"] = r.seconds;
   o["ms_per_suggestion"] = r.positions ? 1e3 * r.seconds / static_cast<double>(r.positions) : 0.0;
   o["events"] = r.positions;  // suggestions made (one per keystroke, the first before any)
-  o["suggest_ms"] = ms_json(r.suggest_ms);
-  o["first_token_ms"] = ms_json(r.first_token_ms);
-  o["tokens_computed_per_event"] = count_json(r.computed);
-  o["free_keystrokes"] = r.free_keystrokes;
-  o["window_moves"] = r.window_moves;
-  o["fim_events"] = r.fim_events;        // suggestions whose prompt held a suffix (0: typing at the end)
-  o["healed_events"] = r.healed_events;  // suggestions with token healing
+  r.add_json(j);  // latency keys as replay's; fim_events is 0 here (typing at the end: no suffix)
 }
 
 // One line of the results table (savings, acceptance rate), then the latency.
 void print_summary(const std::string& name, const TraceResult& r) {
   fmt::print("{:<20} chars {:>6}  keystrokes {:>6}  savings {:>6.2f}%  accepted {:>5}/{:<5} ({:.1f}%)  {:.1f} s\n", name,
              r.chars, r.keystrokes, 100 * r.savings(), r.accepted, r.shown, 100 * r.acceptance(), r.seconds);
-  fmt::print("  suggest_ms      {}\n", ms_line(r.suggest_ms));
-  fmt::print("  first_token_ms  {}\n", ms_line(r.first_token_ms));
-  fmt::print("  tokens computed per event p50 {} p99 {} max {}; free keystrokes {}, window moves {}, FIM {}, healed {}\n",
-             percentile(r.computed, 0.5), percentile(r.computed, 0.99), percentile(r.computed, 1.0), r.free_keystrokes,
-             r.window_moves, r.fim_events, r.healed_events);
+  fmt::print("{}", r.lines());
+  fmt::print("  free keystrokes {}, window moves {}, FIM {}, healed {}\n", r.free_keystrokes, r.window_moves, r.fim_events,
+             r.healed_events);
+}
+
+// The report's section of one trace: the latency samples and the keystrokes.
+ReportTrace report_trace(const TraceResult& r, const std::string& name) {
+  ReportTrace t = r.report_trace(name);
+  t.typing = {r.chars, r.keystrokes, r.shown, r.accepted, r.accepted_chars};
+  return t;
 }
 
 // Accepted length: the common prefix of suggestion and document, cut back to
@@ -165,43 +161,32 @@ int64_t accept_length(const std::u32string& sug, const char32_t* rest, int64_t n
   return 0;
 }
 
-// The simulated user types `doc` (UTF-8) into a fresh session.
+// The simulated user types `doc` (UTF-8) into a fresh session. `bar`
+// advances by the document's characters from `chars_before`.
 Status type_document(Engine& eng, const tok::Tokenizer& tk, const SessionOptions& so, const SuggestOptions& opt,
-                     const std::string& name, const std::string& doc, bool verbose, TraceResult* r) {
+                     const std::string& name, const std::string& doc, bool verbose, Progress& bar,
+                     uint64_t chars_before, TraceResult* r) {
   const std::u32string doc32 = utf8_to_u32(doc);
   Session s(eng, tk, so);
   r->chars = static_cast<int64_t>(doc32.size());
-  Clock::time_point first_piece;
-  bool got_piece = false;
-  const std::function<void(std::string_view)> on_piece = [&](std::string_view) {
-    if (got_piece) return;
-    first_piece = Clock::now();
-    got_piece = true;
-  };
+  SuggestClock clock;
   Suggestion sug;
   enum class Key { kNone, kType, kTab } key = Key::kNone;
   int64_t pos = 0, tab_len = 0;
   const auto start = Clock::now();
   while (pos < r->chars) {
-    got_piece = false;
-    const auto t0 = Clock::now();
+    bar.update(chars_before + static_cast<uint64_t>(pos));
+    clock.start();
     if (key == Key::kTab) {
       LAYA_TRY(s.accept(static_cast<size_t>(tab_len)));
     } else if (key == Key::kType) {
       const size_t b = cp_bytes(doc, static_cast<size_t>(pos - 1));
       LAYA_TRY(s.edit(s.cursor(), 0, std::string_view(doc).substr(b, cp_bytes(std::string_view(doc).substr(b), 1))));
     }
-    LAYA_TRY(s.suggest_into(opt, &sug, on_piece));
-    const auto t1 = Clock::now();
-    r->suggest_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    r->first_token_ms.push_back(std::chrono::duration<double, std::milli>((got_piece ? first_piece : t1) - t0).count());
-    r->computed.push_back(sug.timings.tokens_computed);
+    LAYA_TRY(s.suggest_into(opt, &sug, clock.on_piece()));
+    clock.stop(sug, r);
     r->prefill_tokens += sug.timings.tokens_computed;
     r->decode_steps += static_cast<int64_t>(sug.timings.decode_ms.size());
-    r->free_keystrokes += sug.typed_through > 0 && sug.timings.tokens_computed == 0;
-    r->window_moves += sug.window_moved;
-    r->fim_events += sug.fim;
-    r->healed_events += sug.healed_bytes > 0;
     ++r->positions;
     ++r->keystrokes;
     if (!sug.text.empty()) ++r->shown;
@@ -212,6 +197,7 @@ Status type_document(Engine& eng, const tok::Tokenizer& tk, const SessionOptions
       if (verbose) {
         const size_t b = cp_bytes(doc, static_cast<size_t>(pos));
         const std::string a = doc.substr(b, cp_bytes(std::string_view(doc).substr(b), static_cast<size_t>(L)));
+        bar.clear();
         fmt::print(stderr, "[{} @{}] +{} {}\n", name, pos, L, a);
       }
       key = Key::kTab;
@@ -226,12 +212,63 @@ Status type_document(Engine& eng, const tok::Tokenizer& tk, const SessionOptions
   return Status::Ok();
 }
 
+// -p: each text's suggestion on a fresh session, printed as a JSON line; all
+// of them as an array (for --json).
+Result<json> suggest_prompts(Engine& eng, const tok::Tokenizer& tk, const SessionOptions& so, const SuggestOptions& opt,
+                             const std::vector<std::string>& prompts) {
+  json arr = json::array();
+  for (const std::string& p : prompts) {
+    Session s(eng, tk, so);
+    LAYA_TRY(s.set_text(p));
+    LAYA_ASSIGN_OR_RETURN(Suggestion sug, s.suggest(opt));
+    const json line = {{"prompt", p}, {"suggestion", sug.text}};
+    arr.push_back(line);
+    // -p text from the command line may be invalid UTF-8: replaced, not thrown.
+    std::printf("%s\n", line.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
+  }
+  return arr;
+}
+
+// Every trace typed in turn: the per-trace JSON and summary lines, the total,
+// and (want_report) the report's sections. A trace that fails stops the run
+// (`failed`); the traces before it are kept.
+struct TypedTraces {
+  json per_trace = json::object();
+  TraceResult total;
+  std::vector<ReportTrace> report;
+  Status failed;
+};
+TypedTraces type_traces(Engine& eng, const tok::Tokenizer& tk, const SessionOptions& so, const SuggestOptions& opt,
+                        const std::vector<Trace>& traces, const std::vector<std::string>& docs, bool verbose,
+                        Progress& bar, bool want_report) {
+  TypedTraces run;
+  for (size_t i = 0; i < traces.size(); ++i) {
+    TraceResult r;
+    bar.set_label("bench-typing " + traces[i].name);
+    Status st = type_document(eng, tk, so, opt, traces[i].name, docs[i], verbose, bar,
+                              static_cast<uint64_t>(run.total.chars), &r);
+    bar.clear();  // before any result line
+    if (!st.ok()) {
+      run.failed = Status(st.code(), fmt::format("{}: {}", traces[i].path, st.message()));
+      break;
+    }
+    json j = json::object();
+    add_json(r, &j);
+    run.per_trace[traces[i].name] = j;
+    print_summary(traces[i].name, r);
+    std::fflush(stdout);
+    run.total.add(r);
+    if (want_report) run.report.push_back(report_trace(r, traces[i].name));
+  }
+  return run;
+}
+
 }  // namespace
 
 int cmd_bench_typing(int argc, char** argv) {
   CLI::App app{"Keystroke savings of greedy suggestions on typing traces (on sessions)", "laya bench-typing"};
-  app.footer("Example: laya bench-typing ../shared/fixtures/traces/*.jsonl --json savings.json");
-  std::string json_path;
+  app.footer("Example: laya bench-typing ../shared/fixtures/traces/*.jsonl --json savings.json --html report.html");
+  std::string json_path, html_path;
   std::vector<std::string> paths;
   int max_tokens = 8;
   int64_t max_ctx = 2048;
@@ -240,6 +277,7 @@ int cmd_bench_typing(int argc, char** argv) {
   app.add_option("traces", paths, "trace files (.jsonl)");
   app.add_option("-p,--prompt", prompts, "print the suggestion for this text (repeatable; instead of traces)");
   app.add_option("--json", json_path, "write the results as JSON to this file");
+  app.add_option("--html", html_path, "write the latency and keystroke-savings report (one self-contained HTML file) here");
   app.add_option("--max-tokens", max_tokens, "tokens per suggestion")->transform(int_in(1, 64));
   app.add_option("--max-ctx", max_ctx, "context cap in tokens (and the model's own)")->transform(int_in(64, 1 << 20));
   app.add_flag("-v,--verbose", verbose, "print each accepted suggestion to stderr");
@@ -264,6 +302,14 @@ int cmd_bench_typing(int argc, char** argv) {
       json_output("--json", inputs, {"traces", "n_ctx", "max_tokens"}, {"prompt", "suggestion"});
   if (!json_path.empty()) {
     if (Status st = check_output(json_path, json_opt); !st.ok()) return report_error("bench-typing", st);
+  }
+  const OutputOptions html_opt = html_report_output("--html", inputs);
+  if (!html_path.empty()) {
+    if (paths.empty())
+      return report_error("bench-typing", Status(StatusCode::kInvalidArgument, "--html needs trace files (not only -p)"));
+    if (Status st = check_output(html_path, html_opt); !st.ok()) return report_error("bench-typing", st);
+    if (html_path == json_path)
+      return report_error("bench-typing", Status(StatusCode::kInvalidArgument, "--html and --json name the same file"));
   }
   // Every trace is read, checked and rebuilt before the model is loaded: a bad file fails at once.
   std::vector<Trace> traces;
@@ -293,21 +339,11 @@ int cmd_bench_typing(int argc, char** argv) {
   SuggestOptions opt;
   opt.max_tokens = max_tokens;
   if (!prompts.empty()) {
-    json arr = json::array();
-    for (const std::string& p : prompts) {
-      Session s(eng, *tk, so);
-      Status st = s.set_text(p);
-      if (!st.ok()) return report_error("bench-typing", st);
-      auto sug = s.suggest(opt);
-      if (!sug.ok()) return report_error("bench-typing", sug.status());
-      const json line = {{"prompt", p}, {"suggestion", sug->text}};
-      arr.push_back(line);
-      // -p text from the command line may be invalid UTF-8: replaced, not thrown.
-      std::printf("%s\n", line.dump(-1, ' ', false, json::error_handler_t::replace).c_str());
-    }
+    auto arr = suggest_prompts(eng, *tk, so, opt, prompts);
+    if (!arr.ok()) return report_error("bench-typing", arr.status());
     if (traces.empty()) {
       if (!json_path.empty()) {
-        if (Status st = write_file_atomic(json_path, dump_json(arr), json_opt); !st.ok())
+        if (Status st = write_file_atomic(json_path, dump_json(*arr), json_opt); !st.ok())
           return report_error("bench-typing", st);
       }
       return 0;
@@ -317,22 +353,16 @@ int cmd_bench_typing(int argc, char** argv) {
   // Every trace was checked before the model was loaded, so a bad file fails
   // before any work. A trace that fails while it runs stops the run, and the
   // results of the traces before it are still written (marked "incomplete").
-  json jt = json::object();
-  TraceResult total;
-  Status failed;
-  for (size_t i = 0; i < traces.size(); ++i) {
-    TraceResult r;
-    if (Status st = type_document(eng, *tk, so, opt, traces[i].name, docs[i], verbose, &r); !st.ok()) {
-      failed = Status(st.code(), fmt::format("{}: {}", traces[i].path, st.message()));
-      break;
-    }
-    json j = json::object();
-    add_json(r, &j);
-    jt[traces[i].name] = j;
-    print_summary(traces[i].name, r);
-    std::fflush(stdout);
-    total.add(r);
+  TypedTraces run;
+  {
+    uint64_t all_chars = 0;
+    for (const std::string& d : docs) all_chars += cp_count(d);
+    Progress bar("bench-typing", all_chars, progress_allowed(flags.quiet), "chars");
+    run = type_traces(eng, *tk, so, opt, traces, docs, verbose, bar, !html_path.empty());
   }
+  const TraceResult& total = run.total;
+  const Status& failed = run.failed;
+  json& jt = run.per_trace;
   print_summary("overall", total);
   json out;
   out["model"] = flags.model_path;
@@ -347,6 +377,17 @@ int cmd_bench_typing(int argc, char** argv) {
   const int rc = failed.ok() ? 0 : report_error("bench-typing", failed);
   if (!json_path.empty()) {
     if (Status st = write_file_atomic(json_path, dump_json(out), json_opt); !st.ok())
+      return report_error("bench-typing", st);
+  }
+  if (!html_path.empty() && !run.report.empty()) {
+    ReportInput in;
+    in.model = flags.model_path;
+    in.machine = machine_description(flags.threads);
+    in.how = fmt::format("a simulated user typing each trace's final text, keystrokes back to back (Tab takes a "
+                         "suggestion's matching words), up to {} tokens per suggestion", max_tokens);
+    in.command = command_line(argc, argv);
+    in.traces = std::move(run.report);
+    if (Status st = write_file_atomic(html_path, report_html(in), html_opt); !st.ok())
       return report_error("bench-typing", st);
   }
   return rc;

@@ -10,6 +10,7 @@
 #include "cli_util.h"
 #include "core/thread_pool.h"
 #include "modelgen/presets.h"
+#include "progress.h"
 
 namespace laya::cli {
 
@@ -36,7 +37,7 @@ int cmd_mkmodel(int argc, char** argv) {
       ->transform(int_in(0, ThreadPool::max_threads()));  // thread creation past the bound aborted
   app.add_flag("--list", list, "list the presets and exit");
   app.add_flag("--plan", plan_only, "print each tensor's type and shape, write nothing");
-  app.add_flag("-q,--quiet", quiet, "no progress");
+  app.add_flag("-q,--quiet", quiet, "no progress bar (there is none unless stderr is a terminal)");
   if (auto rc = parse_args(app, argc, argv, "mkmodel")) return *rc;
   if (list) {
     for (const auto& p : model_presets()) {
@@ -73,11 +74,12 @@ int cmd_mkmodel(int argc, char** argv) {
   opt.seed = seed;
   opt.tokenizer_json = tokenizer;
   opt.n_threads = threads;
-  opt.verbose = !quiet;
+  opt.progress = byte_progress("writing " + out, quiet, 0);
   opt.output.overwrite = force;
   opt.output.option = "-o";
   opt.output.force_flag = "--force";
   auto r = make_random_model(*p, opt, out);
+  opt.progress = nullptr;  // wipes the bar (if still drawn: a failure) before the result line
   if (!r.ok()) return report_error("mkmodel", r.status());
   std::printf("%s: %s %s, %.2f M parameters, %.2f MB, tokenizer %s (%lld tokens), %.1f s\n", out.c_str(), p->name.c_str(),
               mk_type_name(opt.type), r->n_params / 1e6, r->file_bytes / 1048576.0, r->tokenizer_source.c_str(),

@@ -75,6 +75,7 @@
 #include "latency_stats.h"
 #include "report_html.h"
 #include "outputs.h"
+#include "progress.h"
 #include "replay_swap.h"
 #include "session/model_slot.h"
 #include "session/scheduler.h"
@@ -98,49 +99,18 @@ size_t common_prefix_cp(std::string_view a, std::string_view b) {
   return cp_count(a.substr(0, i));
 }
 
-struct Stats {
-  int64_t events = 0, mismatches = 0, free_keystrokes = 0, accepts = 0, accept_chars = 0, accept_predicted = 0;
-  int64_t window_moves = 0, fim_events = 0, healed_events = 0, superseded = 0;
-  std::vector<double> suggest_ms, first_token_ms;
-  std::vector<int64_t> computed;
-  // Per completed suggestion, for the HTML report: free (typed through), and its stages.
-  std::vector<bool> free;
-  std::vector<double> tokenize_ms, prefill_ms, decode_ms;
-  void record(double suggest, double first, const Suggestion& sg) {
-    suggest_ms.push_back(suggest);
-    first_token_ms.push_back(first);
-    computed.push_back(sg.timings.tokens_computed);
-    const bool f = sg.typed_through > 0 && sg.timings.tokens_computed == 0;
-    free.push_back(f);
-    free_keystrokes += f;
-    tokenize_ms.push_back(sg.timings.tokenize_ms);
-    prefill_ms.push_back(sg.timings.prefill_ms);
-    double d = 0;
-    for (double x : sg.timings.decode_ms) d += x;
-    decode_ms.push_back(d);
-    window_moves += sg.window_moved;
-    fim_events += sg.fim;
-    healed_events += sg.healed_bytes > 0;
-  }
+// The latency samples (latency_stats.h, as bench-typing's) plus replay's own counts.
+struct Stats : LatencySamples {
+  int64_t events = 0, mismatches = 0, accepts = 0, accept_chars = 0, accept_predicted = 0, superseded = 0;
   std::vector<SwapEventTime> times;  // synchronous replay: every event, for the swap statistics
   void add(const Stats& o) {
+    LatencySamples::add(o);
     events += o.events;
     mismatches += o.mismatches;
-    free_keystrokes += o.free_keystrokes;
     accepts += o.accepts;
     accept_chars += o.accept_chars;
     accept_predicted += o.accept_predicted;
-    window_moves += o.window_moves;
-    fim_events += o.fim_events;
-    healed_events += o.healed_events;
     superseded += o.superseded;
-    suggest_ms.insert(suggest_ms.end(), o.suggest_ms.begin(), o.suggest_ms.end());
-    first_token_ms.insert(first_token_ms.end(), o.first_token_ms.begin(), o.first_token_ms.end());
-    computed.insert(computed.end(), o.computed.begin(), o.computed.end());
-    free.insert(free.end(), o.free.begin(), o.free.end());
-    tokenize_ms.insert(tokenize_ms.end(), o.tokenize_ms.begin(), o.tokenize_ms.end());
-    prefill_ms.insert(prefill_ms.end(), o.prefill_ms.begin(), o.prefill_ms.end());
-    decode_ms.insert(decode_ms.end(), o.decode_ms.begin(), o.decode_ms.end());
     times.insert(times.end(), o.times.begin(), o.times.end());
   }
 };
@@ -153,17 +123,10 @@ json stats_json(const Stats& s, bool verify, bool samples) {
   // CLI does not have: the allocation test (issue 10, item 7) is a later
   // slice, and no number is made up here.
   j["allocations_after_warmup"] = nullptr;
-  j["suggest_ms"] = ms_json(s.suggest_ms);
-  j["first_token_ms"] = ms_json(s.first_token_ms);
-  j["tokens_computed_per_event"] = {
-      {"p50", percentile(s.computed, 0.5)}, {"p99", percentile(s.computed, 0.99)}, {"max", percentile(s.computed, 1.0)}};
-  j["free_keystrokes"] = s.free_keystrokes;
+  s.add_json(&j);  // suggest_ms, first_token_ms, tokens computed, free keystrokes, window moves, FIM, healed
   j["accept_events"] = s.accepts;
   j["accept_chars"] = s.accept_chars;          // code points the accept events inserted
   j["accept_predicted_chars"] = s.accept_predicted;  // ... of them the engine's suggestion had predicted
-  j["window_moves"] = s.window_moves;
-  j["fim_events"] = s.fim_events;        // suggestions whose prompt held a suffix
-  j["healed_events"] = s.healed_events;  // suggestions with token healing
   j["superseded"] = s.superseded;  // at the recorded pace: suggestions cancelled or dropped by the next event
   // Every completed suggestion's numbers in event order, so that runs made
   // apart (one process per trace, in parallel) can be merged exactly and a
@@ -174,19 +137,12 @@ json stats_json(const Stats& s, bool verify, bool samples) {
 }
 
 void print_stats(const std::string& name, const Stats& s, bool verify) {
-  auto ms = [](const std::vector<double>& v) {
-    return fmt::format("p50 {:.3f} p90 {:.3f} p99 {:.3f} p99.9 {:.3f} max {:.3f}", percentile(v, 0.5), percentile(v, 0.9),
-                       percentile(v, 0.99), percentile(v, 0.999), percentile(v, 1.0));
-  };
   fmt::print("{}: {} events{}, free keystrokes {}, window moves {}, FIM {}, healed {}; accepts {} ({} of {} chars "
              "predicted)\n",
              name, s.events, verify ? fmt::format(", {} mismatches", s.mismatches) : std::string(), s.free_keystrokes,
              s.window_moves, s.fim_events, s.healed_events, s.accepts, s.accept_predicted, s.accept_chars);
   if (s.superseded > 0) fmt::print("  superseded by the next event: {}\n", s.superseded);
-  fmt::print("  suggest_ms      {}\n", ms(s.suggest_ms));
-  fmt::print("  first_token_ms  {}\n", ms(s.first_token_ms));
-  fmt::print("  tokens computed per event p50 {} p99 {} max {}\n", percentile(s.computed, 0.5),
-             percentile(s.computed, 0.99), percentile(s.computed, 1.0));
+  fmt::print("{}", s.lines());
 }
 
 class Replayer {
@@ -198,17 +154,16 @@ class Replayer {
       : slot_(slot), so_(so), opt_(opt), fast_(fast || gap_ms > 0), verify_(verify), gap_ms_(gap_ms), swaps_(swaps),
         swap_to_(std::move(swap_to)) {}
 
+  // The bar to advance (nullptr: none) and the events played before this trace.
+  void show_progress(Progress* p, int64_t done_before) {
+    progress_ = p;
+    done_before_ = done_before;
+  }
+
   Status run(const Trace& t, Stats* s) {
     if (!fast_ && !verify_) return run_async(t, s);
     Session live(slot_, so_);
-    Clock::time_point first_piece;
-    bool got_piece = false;
-    // Built once: the callback only notes the first piece's time.
-    const std::function<void(std::string_view)> on_piece = [&](std::string_view) {
-      if (got_piece) return;
-      first_piece = Clock::now();
-      got_piece = true;
-    };
+    SuggestClock clock;
     const auto start = Clock::now();
     for (const Event& e : t.events) {
       const std::string where = fmt::format("{}:{}", t.path, e.line);
@@ -216,17 +171,15 @@ class Replayer {
                                                             std::chrono::duration<double, std::milli>(e.t_ms)));
       if (gap_ms_ > 0 && &e != &t.events.front())
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(gap_ms_));
-      got_piece = false;
-      const auto t0 = Clock::now();
+      clock.start();
       if (Status st = apply(live, e, s); !st.ok()) return Status(st.code(), fmt::format("{}: {}", where, st.message()));
-      auto sug = live.suggest(opt_, on_piece);
-      const auto t1 = Clock::now();
+      auto sug = live.suggest(opt_, clock.on_piece());
       if (!sug.ok()) return Status(sug.status().code(), fmt::format("{}: {}", where, sug.status().message()));
       ++s->events;
-      s->record(std::chrono::duration<double, std::milli>(t1 - t0).count(),
-                std::chrono::duration<double, std::milli>((got_piece ? first_piece : t1) - t0).count(), *sug);
-      s->times.push_back(SwapEventTime{t0, t1, s->suggest_ms.back(), live.bundle()->path == swap_to_,
-                                       sug->rebound, sug->timings.rebind_ms});
+      clock.stop(*sug, s);
+      s->times.push_back(SwapEventTime{clock.started(), clock.stopped(), s->suggest_ms.back(),
+                                       live.bundle()->path == swap_to_, sug->rebound, sug->timings.rebind_ms});
+      if (progress_) progress_->update(static_cast<uint64_t>(done_before_ + s->events));
       if (swaps_) swaps_->after_event();  // before --verify's work: the swap overlaps what follows
       if (verify_) {
         LAYA_ASSIGN_OR_RETURN(bool same, same_as_fresh(live, *sug, where));
@@ -295,6 +248,7 @@ class Replayer {
       sched.submit(live, opt_, std::move(cb));
       newest = i;
       if (swaps_) swaps_->after_event();
+      if (progress_) progress_->update(static_cast<uint64_t>(done_before_) + i + 1);
     }
     sched.wait_idle();
     sched.forget(live);
@@ -356,6 +310,7 @@ class Replayer {
     auto b = fresh.suggest(opt_);
     if (!b.ok()) return Status(b.status().code(), fmt::format("{}: --verify: {}", where, b.status().message()));
     if (b->tokens == a.tokens) return true;
+    if (progress_) progress_->clear();
     fmt::print(stderr, "laya replay: {}: mismatch: incremental \"{}\" != from scratch \"{}\"\n", where, a.text, b->text);
     return false;
   }
@@ -367,6 +322,8 @@ class Replayer {
   double gap_ms_;
   SwapDriver* swaps_;
   std::string swap_to_;
+  Progress* progress_ = nullptr;
+  int64_t done_before_ = 0;
 };
 
 }  // namespace
@@ -524,6 +481,9 @@ int cmd_replay(int argc, char** argv) {
   so.heal = !no_heal;
   so.fim = fim == "spm" ? FimOrder::kSpm : fim == "off" ? FimOrder::kOff : FimOrder::kPsm;
   const bool swapping = !swap_to.empty();
+  // Swaps load models on another thread while the replay's bar is drawn: no
+  // load bar then (two bars would write over each other).
+  if (swapping) mso.engine.on_prepare_progress = nullptr;
   std::vector<double> base_a, base_b;
   if (swapping && (fast || verify)) {  // before the measured run, whose memory they must not share
     auto a = baseline(flags.model_path, mso, so, opt, traces);
@@ -546,18 +506,25 @@ int cmd_replay(int argc, char** argv) {
     driver = std::make_unique<SwapDriver>(*slot, flags.model_path, swap_to, swap_bad, swap_every, total_events);
   Replayer rp(*slot, so, opt, fast, verify, driver.get(), swap_to, gap_ms);
   Stats all;
-  std::vector<std::pair<std::string, Stats>> done;  // per trace, for --html
+  std::vector<ReportTrace> report;  // per trace, for --html
   json per = json::object();
   Status failed;
+  Progress bar("replay", static_cast<uint64_t>(total_events), progress_allowed(flags.quiet), "events");
   for (const Trace& t : traces) {
     Stats s;
+    bar.set_label("replay " + t.name);
+    rp.show_progress(&bar, all.events);
     failed = rp.run(t, &s);
+    bar.clear();  // before any result line
     if (!failed.ok()) break;
     print_stats(t.name, s, verify);
     std::fflush(stdout);
     per[t.name] = stats_json(s, verify, samples);
     all.add(s);
-    if (!html_path.empty()) done.emplace_back(t.name, std::move(s));
+    if (!html_path.empty()) {
+      report.push_back(s.report_trace(t.name));
+      if (auto it = peer.find(t.name); it != peer.end()) report.back().peer_suggest_ms = it->second;
+    }
   }
   if (traces.size() > 1) print_stats("overall", all, verify);
   json swaps;
@@ -588,18 +555,13 @@ int cmd_replay(int argc, char** argv) {
     if (Status st = write_file_atomic(json_path, dump_json(out), json_opt); !st.ok())
       return report_error("replay", st);
   }
-  if (!html_path.empty() && !done.empty()) {
+  if (!html_path.empty() && !report.empty()) {
     ReportInput in;
     in.model = flags.model_path;
     in.paced = !fast;
     in.machine = machine_description(flags.threads);
-    for (int i = 0; i < argc; ++i) in.command += (i ? " " : "laya ") + std::string(argv[i]);
-    for (auto& [name, st] : done) {
-      ReportTrace t{name, st.suggest_ms, st.first_token_ms, {st.computed.begin(), st.computed.end()}, st.free,
-                    st.tokenize_ms, st.prefill_ms, st.decode_ms, {}};
-      if (auto it = peer.find(name); it != peer.end()) t.peer_suggest_ms = it->second;
-      in.traces.push_back(std::move(t));
-    }
+    in.command = command_line(argc, argv);
+    in.traces = std::move(report);
     if (Status st = write_file_atomic(html_path, report_html(in), html_opt); !st.ok()) return report_error("replay", st);
   }
   return rc;

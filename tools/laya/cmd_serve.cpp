@@ -86,7 +86,15 @@ int cmd_serve(int argc, char** argv) {
   ModelSlotOptions mo;
   flags.apply(&mo.engine);
   mo.engine.n_ctx = max_ctx;  // a cap: min(max_ctx, each model's trained context)
+  // A progress bar for the first load only: a swap loads on a server thread,
+  // where a bar would run into what the server writes on stderr.
+  auto first_load = std::make_shared<std::atomic<bool>>(true);
+  if (auto bar = mo.engine.on_prepare_progress)
+    mo.engine.on_prepare_progress = [bar, first_load](uint64_t done, uint64_t total) {
+      if (first_load->load()) bar(done, total);
+    };
   auto slot = ModelSlot::create(flags.model_path, mo);
+  first_load->store(false);
   if (!slot.ok()) return report_error("serve", slot.status());
   warn("serve", (*slot)->current()->engine->memory_lock_note());
   server::ServerSessions::Options so;

@@ -1,18 +1,28 @@
-// Percentiles of per-event latencies and work, and their JSON, shared by
-// `laya replay` and `laya bench-typing` so that both report the same keys
-// computed the same way.
+// Per-suggestion latencies and work, their percentiles and their JSON,
+// shared by `laya replay` and `laya bench-typing` so that both measure the
+// same moments, report the same keys computed the same way, and feed the
+// same HTML report.
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+namespace laya {
+struct Suggestion;
+}
+
 namespace laya::cli {
+
+struct ReportTrace;
 
 // Nearest rank: the smallest value with at least p of the values <= it.
 template <class T>
@@ -40,5 +50,52 @@ inline std::string ms_line(const std::vector<double>& v) {
   return fmt::format("p50 {:.3f} p90 {:.3f} p99 {:.3f} p99.9 {:.3f} max {:.3f}", percentile(v, 0.5), percentile(v, 0.9),
                      percentile(v, 0.99), percentile(v, 0.999), percentile(v, 1.0));
 }
+
+// Every completed suggestion's numbers, in event order.
+struct LatencySamples {
+  std::vector<double> suggest_ms, first_token_ms;
+  std::vector<int64_t> computed;  // prompt tokens fed to the model by that suggestion (decode steps not counted)
+  // Free keystroke: the user typed (or accepted) what the previous suggestion
+  // predicted and the session reused the rest of it: no forward pass before
+  // its first piece (Suggestion::typed_through > 0, no prompt token computed).
+  std::vector<bool> free;
+  std::vector<double> tokenize_ms, prefill_ms, decode_ms;  // the stages (Session timings; decode: all steps)
+  int64_t free_keystrokes = 0, window_moves = 0, fim_events = 0, healed_events = 0;
+
+  void record(double suggest, double first, const Suggestion& sg);
+  void add(const LatencySamples& o);
+  // suggest_ms, first_token_ms, tokens_computed_per_event, free_keystrokes,
+  // window_moves, fim_events, healed_events.
+  void add_json(nlohmann::json* j) const;
+  // The text output's latency lines: suggest_ms, first_token_ms, tokens computed.
+  std::string lines() const;
+  // The report's input for one trace (report_html.h); no peer samples.
+  ReportTrace report_trace(std::string name) const;
+};
+
+// Times one suggestion as an editor sees it: from start() (the keystroke is
+// handed to the session, before the edit call) to stop() (suggest returned),
+// and to the first piece of text (on_piece(), passed to suggest). With no
+// piece (an empty suggestion), the first-piece time is the return: the editor
+// learns then that there is nothing to show.
+class SuggestClock {
+ public:
+  using Clock = std::chrono::steady_clock;
+  SuggestClock();
+  SuggestClock(const SuggestClock&) = delete;  // on_piece_ points at this object
+  SuggestClock& operator=(const SuggestClock&) = delete;
+
+  void start();
+  const std::function<void(std::string_view)>& on_piece() const { return on_piece_; }
+  // Notes the return of suggest and records `sg` into *s.
+  void stop(const Suggestion& sg, LatencySamples* s);
+  Clock::time_point started() const { return t0_; }
+  Clock::time_point stopped() const { return t1_; }
+
+ private:
+  Clock::time_point t0_, t1_, first_;
+  bool got_piece_ = false;
+  std::function<void(std::string_view)> on_piece_;
+};
 
 }  // namespace laya::cli

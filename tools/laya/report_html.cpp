@@ -31,8 +31,32 @@ double mean(const std::vector<double>& v) {
   return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
+// bench-typing: keystroke savings, acceptance and the keystrokes as bars.
+std::string typing_part(const ReportTrace& t) {
+  const ReportTrace::Typing& y = t.typing;
+  if (y.chars <= 0) return "";
+  auto pct = [](int64_t a, int64_t b) { return b > 0 ? 100.0 * static_cast<double>(a) / static_cast<double>(b) : 0.0; };
+  int64_t tokens = 0;
+  for (long long c : t.computed) tokens += c;
+  std::string o = fmt::format(
+      "<p class=\"savings\"><b>Keystroke savings {:.1f} %</b>: {} keystrokes (typed or Tab) for {} characters. "
+      "{} of {} suggestions shown were accepted ({:.1f} %), {} characters with Tab. "
+      "Prompt tokens computed: {:.2f} per keystroke.</p>\n",
+      100.0 - pct(y.keystrokes, y.chars), y.keystrokes, y.chars, y.accepted, y.shown, pct(y.accepted, y.shown),
+      y.accepted_chars, y.keystrokes > 0 ? static_cast<double>(tokens) / static_cast<double>(y.keystrokes) : 0.0);
+  o += "<figure><figcaption>The text typed by hand and with Tab</figcaption>" +
+       svg::bars({{"characters in the text", static_cast<double>(y.chars)},
+                  {"keystrokes (typed + Tab)", static_cast<double>(y.keystrokes)},
+                  {"characters taken with Tab", static_cast<double>(y.accepted_chars)},
+                  {"Tab presses", static_cast<double>(y.accepted)}},
+                 "", {620, 0}) +
+       "</figure>\n";
+  return o;
+}
+
 std::string section(const ReportTrace& t, const std::string& peer_name) {
   std::string o = fmt::format("<section><h2>{}</h2>\n", svg::escape(t.name));
+  o += typing_part(t);
   const size_t n_free = static_cast<size_t>(std::count(t.free_keystroke.begin(), t.free_keystroke.end(), true));
   o += fmt::format("<p>{} keystrokes, {} free (the suggestion continued what was typed: no forward pass).</p>\n",
                    t.suggest_ms.size(), n_free);
@@ -67,6 +91,12 @@ std::string section(const ReportTrace& t, const std::string& peer_name) {
 }
 
 }  // namespace
+
+std::string command_line(int argc, char** argv) {
+  std::string c = "laya";
+  for (int i = 0; i < argc; ++i) (c += ' ') += argv[i];
+  return c;
+}
 
 std::string machine_description(int threads) {
   std::string cpu = "unknown CPU";
@@ -110,9 +140,10 @@ std::string report_html(const ReportInput& in) {
       "td:first-child,th:first-child{text-align:left}.row{display:flex;flex-wrap:wrap;gap:16px}"
       "figure{margin:8px 0}figcaption{font-size:12px;color:#555}section{border-top:2px solid #eee;margin-top:18px}"
       "</style></head><body>\n";
+  const std::string how =
+      !in.how.empty() ? in.how : in.paced ? "events at their recorded pace" : "events back to back";
   o += fmt::format("<h1>Keystroke → suggestion</h1>\n<p>Model <code>{}</code>, {} on {}.<br>Command: <code>{}</code></p>\n",
-                   svg::escape(in.model), in.paced ? "events at their recorded pace" : "events back to back",
-                   svg::escape(in.machine), svg::escape(in.command));
+                   svg::escape(in.model), svg::escape(how), svg::escape(in.machine), svg::escape(in.command));
   if (in.traces.size() > 1) {
     ReportTrace all;
     all.name = "all traces";
@@ -121,6 +152,7 @@ std::string report_html(const ReportInput& in) {
       cat(all.suggest_ms, t.suggest_ms), cat(all.first_token_ms, t.first_token_ms), cat(all.computed, t.computed);
       cat(all.free_keystroke, t.free_keystroke), cat(all.tokenize_ms, t.tokenize_ms);
       cat(all.prefill_ms, t.prefill_ms), cat(all.decode_ms, t.decode_ms), cat(all.peer_suggest_ms, t.peer_suggest_ms);
+      all.typing.add(t.typing);
     }
     o += section(all, in.peer_name);
   }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <system_error>
 #include <thread>
+#include <unordered_set>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -84,7 +85,8 @@ CpuBackend::~CpuBackend() {
   std::free(packed_buf_);
 }
 
-size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices) {
+size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices, std::atomic<uint64_t>* done,
+                        const std::function<void()>& report) {
   quantize_x_ = cpu::quantize_x_best();
   if (!cpu::packed_matvec_best() || packed_buf_) return 0;
   std::vector<const Tensor*> todo;
@@ -113,11 +115,13 @@ size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices) {
   // Pack on every thread (largest first is not needed: ~200 matrices).
   std::atomic<size_t> next{0};
   const bool background = pool_.solo();
-  pool_.run_each([&](int, int) {
+  pool_.run_each([&](int ti, int) {
     for (size_t i; (i = next.fetch_add(1)) < todo.size();) {
       if (background) foreground::yield();  // a swap's packing gives way to keystrokes, matrix by matrix
       const Tensor* t = todo[i];
       cpu::pack(*t, packed_buf_ + offsets[i], &mats[i]);
+      done->fetch_add(t->nbytes, std::memory_order_relaxed);
+      if (ti == 0) report();  // the caller's thread: the callback's promise (BackendOptions)
       // Give back the file pages wholly inside this tensor (they are clean and
       // file-backed: a later read, e.g. an embedding row, faults them back in).
       const uintptr_t b = (reinterpret_cast<uintptr_t>(t->data) + page - 1) / page * page;
@@ -131,16 +135,33 @@ size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices) {
 }
 
 Status CpuBackend::prepare_weights(const std::vector<const Tensor*>& matrices, const std::vector<const Tensor*>& all) {
+  // Progress in bytes of the file: each distinct tensor once, as packed or as
+  // locked (both read all of it).
+  uint64_t total = 0;
+  std::unordered_set<const uint8_t*> seen;
+  for (const auto* list : {&matrices, &all})
+    for (const Tensor* t : *list)
+      if (t->present() && seen.insert(t->data).second) total += t->nbytes;
+  std::atomic<uint64_t> done{0};
+  const std::function<void()> report = [&] {
+    if (opt_.on_prepare_progress) opt_.on_prepare_progress(std::min<uint64_t>(done.load(), total), total);
+  };
   try {
-    packed_bytes_ += pack(matrices);
+    packed_bytes_ += pack(matrices, &done, report);
   } catch (const std::bad_alloc&) {
     return Status(StatusCode::kOutOfMemory, "cpu backend: out of memory while packing the weights");
   }
   if (packed_buf_) lock(packed_buf_, packed_alloc_, "the packed weights");
   // The rest is read from the file mapping. Packed matrices' file pages were
   // given back; locking them would read them in again.
-  for (const Tensor* t : all)
-    if (t->present() && !packed(*t)) lock(t->data, t->nbytes, "the weights");
+  for (const Tensor* t : all) {
+    if (!t->present() || packed(*t)) continue;
+    lock(t->data, t->nbytes, "the weights");
+    done.fetch_add(t->nbytes, std::memory_order_relaxed);
+    report();
+  }
+  done.store(total);
+  report();  // done == total: the end, always said
   return Status::Ok();
 }
 

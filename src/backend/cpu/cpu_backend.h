@@ -59,8 +59,10 @@ class CpuBackend final : public Backend {
 
  private:
   CpuBackend(const BackendOptions& opt, const ForwardLimits& lim, int n_threads);
-  // The packing half of prepare_weights(); returns the bytes packed.
-  size_t pack(const std::vector<const Tensor*>& matrices);
+  // The packing half of prepare_weights(); returns the bytes packed. Adds each
+  // packed matrix's file bytes to *done; `report` runs on the caller's thread.
+  size_t pack(const std::vector<const Tensor*>& matrices, std::atomic<uint64_t>* done,
+              const std::function<void()>& report);
   // Locks [p, p + n) when opt_.lock_memory; the first refusal goes to lock_note_.
   void lock(const void* p, size_t n, const char* what);
 
