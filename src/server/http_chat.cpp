@@ -10,6 +10,7 @@
 #include "model/model.h"
 #include "server/chat.h"
 #include "server/http_server.h"
+#include "server/sse.h"
 
 namespace laya::server {
 
@@ -26,7 +27,6 @@ json chat_chunk(const std::string& id, const std::string& model, json delta, con
                                     {"finish_reason", finish ? json(finish) : json(nullptr)}}})}};
 }
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace
 
@@ -71,10 +71,7 @@ void HttpServer::chat(const httplib::Request& req, httplib::Response& res) {
   }
   metrics_.request(ep, 200);
   res.set_chunked_content_provider("text/event-stream", [this, q, id, t, bundle](size_t, httplib::DataSink& sink) {
-    auto send = [&](const json& j) {
-      const std::string line = "data: " + dump(j) + "\n\n";
-      return sink.is_writable() && sink.write(line.data(), line.size());
-    };
+    auto send = [&](const json& j) { return sse_send(sink, j); };
     send(chat_chunk(id, model_id(), {{"role", "assistant"}, {"content", ""}}, nullptr));
     auto emit = [&](std::string_view text) {
       return send(chat_chunk(id, model_id(), {{"content", std::string(text)}}, nullptr));
@@ -85,9 +82,7 @@ void HttpServer::chat(const httplib::Request& req, httplib::Response& res) {
     } else {
       send(chat_chunk(id, model_id(), json::object(), r->finish_reason));
     }
-    static constexpr std::string_view kDone = "data: [DONE]\n\n";
-    if (sink.is_writable()) sink.write(kDone.data(), kDone.size());
-    sink.done();
+    sse_done(sink);
     return true;
   });
 }

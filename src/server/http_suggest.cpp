@@ -11,6 +11,7 @@
 
 #include "core/utf8.h"
 #include "server/http_server.h"
+#include "server/sse.h"
 
 namespace laya::server {
 
@@ -122,7 +123,6 @@ json pick_fields(const std::vector<std::string>& paths, const json& full) {
   return out;
 }
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace
 
@@ -248,10 +248,7 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
   metrics_.request("/v1/completions", 200);
   res.set_chunked_content_provider(
       "text/event-stream", [this, q, so, id, t0](size_t, httplib::DataSink& sink) {
-        auto send = [&](const json& j) {
-          const std::string line = "data: " + dump(j) + "\n\n";
-          return sink.is_writable() && sink.write(line.data(), line.size());
-        };
+        auto send = [&](const json& j) { return sse_send(sink, j); };
         auto emit = [&](std::string_view text) { return send(completion_chunk(id, model_id(), std::string(text), nullptr)); };
         auto out = run_suggestion(sessions_, q->session, q->prompt + q->suffix, q->prompt.size(), so, q->stop, 0, emit, t0);
         if (!out.ok()) {
@@ -263,9 +260,7 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
           metrics_.suggestion(out->served.suggestion, out->request_ms);
           send(completion_chunk(id, model_id(), "", finish_reason(*out)));
         }
-        static constexpr std::string_view kDone = "data: [DONE]\n\n";
-        if (sink.is_writable()) sink.write(kDone.data(), kDone.size());
-        sink.done();
+        sse_done(sink);
         return true;
       });
 }
