@@ -32,6 +32,8 @@ Err measure(const std::string& fx, const std::string& model_name, const std::str
   if (!m.ok()) return {1e9, 1e9};
   std::shared_ptr<const Model> model = std::move(m).value();
   EngineOptions eo;
+  // LAYA_TEST_BACKEND=cuda runs the fixtures through another backend (same tolerances).
+  if (const char* b = std::getenv("LAYA_TEST_BACKEND"); b && *b) eo.backend = b;
   eo.n_threads = 2;
   eo.n_ctx = 512;
   eo.kv_type = kv;

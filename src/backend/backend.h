@@ -203,7 +203,8 @@ inline void Buffer::reset() {
   bytes_ = 0;
 }
 
-// The one factory: "cpu" (the default). Unknown names are kInvalidArgument
+// The one factory: "cpu" (the default), "cuda" where built with LAYA_CUDA
+// (kUnsupported, naming the CUDA error, where no GPU can be used). Unknown names are kInvalidArgument
 // naming the backends this build has.
 Result<std::unique_ptr<Backend>> make_backend(std::string_view name, const BackendOptions& opt, const ForwardLimits& lim);
 // "cpu" (and others compiled in), for --help and errors.

@@ -1,0 +1,78 @@
+// CUDA backend: weights, activations, KV blocks and logits in device memory;
+// every op is a kernel on one high-priority stream, so a forward pass runs
+// without a host synchronisation until its logits are downloaded.
+// host_visible() is false: the engine reads results through download().
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "backend/backend.h"
+#include "backend/cuda/kernels.h"
+
+namespace laya {
+
+class CudaBackend final : public Backend {
+ public:
+  // kUnsupported naming the CUDA error when there is no usable device.
+  static Result<std::unique_ptr<Backend>> create(const BackendOptions& opt, const ForwardLimits& lim);
+  // Ok when a CUDA device can be used; else kUnsupported with the reason.
+  static Status device_status();
+  ~CudaBackend() override;
+  const char* name() const override { return "cuda"; }
+
+  Result<Buffer> alloc(size_t bytes, const char* what) override;
+  Status upload(void* dst, const void* host_src, size_t bytes) override;
+  Status download(void* host_dst, const void* src, size_t bytes) override;
+  Status copy(void* dst, const void* src, size_t bytes) override;
+  Status synchronize() override;
+  bool host_visible() const override { return false; }
+  // Uploads every tensor of `matrices` and `all` (float rows padded, Q8_0
+  // split, cuda/kernels.h); ops then find them by their host address.
+  Status prepare_weights(const std::vector<const Tensor*>& matrices, const std::vector<const Tensor*>& all) override;
+  size_t prepared_bytes() const override { return prepared_bytes_; }
+  const std::string& memory_lock_note() const override { return lock_note_; }
+
+  Status matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) override;
+  Status matmul_group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) override;
+  Status matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const float* x, int64_t n_tok, float* gate_scratch,
+                       float* out) override;
+  Status get_rows(const Tensor& w, const int32_t* ids, int64_t n, float* out) override;
+  Status rms_norm(const float* x, const Tensor& w, int64_t n_rows, int64_t n, float eps, float* out) override;
+  Status add_bias(float* y, const Tensor& b, int64_t n_rows, int64_t n) override;
+  Status add(float* y, const float* x, int64_t n) override;
+  Status rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, int64_t pos0, const RopeTable& rt) override;
+  Status kv_store(const KvLayerView& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0) override;
+  Status attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
+                   float* out) override;
+
+ protected:
+  void release(void* data, size_t bytes) override;
+
+ private:
+  explicit CudaBackend(const ForwardLimits& lim) : lim_(lim) {}
+  // The uploaded form of w, or kInvalidArgument naming a tensor prepare_weights never saw.
+  Result<const cuda::DevMat*> dev(const Tensor& w, const char* op) const;
+  // The KV view's block table on the device (uploaded when it changed) and the kernel arguments.
+  Result<cuda::KvArgs> kv_args(const KvLayerView& kv, const char* op);
+  // Uploads one tensor into device memory at dst (its dev_bytes).
+  Status upload_tensor(const Tensor& t, uint8_t* dst, cuda::DevMat* out);
+
+  ForwardLimits lim_;
+  cudaStream_t stream_ = nullptr;
+  std::string lock_note_;  // device memory is never paged: nothing to lock
+  size_t prepared_bytes_ = 0;
+  std::unordered_map<const uint8_t*, cuda::DevMat> mats_;  // by the tensor's host address
+  std::vector<void*> weight_mem_;
+  // The block table last uploaded, so a decode step re-sends it only when a
+  // block was added or replaced.
+  int32_t* ids_dev_ = nullptr;
+  int64_t ids_cap_ = 0;
+  std::vector<int32_t> ids_host_;
+};
+
+}  // namespace laya

@@ -1,0 +1,89 @@
+// The CUDA backend's kernels, as host-callable launchers (defined in the .cu
+// files, so only they go through nvcc). Every launcher enqueues on `stream`
+// and returns the launch's error (cudaGetLastError); failures inside a kernel
+// surface at the next synchronisation.
+//
+// Weights on the device (DevMat) keep the file's block layouts, except:
+//   - F32 / F16 / BF16 rows are padded to a 16-byte stride with zeros, so the
+//     decode kernel reads every row with 16-byte loads;
+//   - Q8_0 is split into its int8 values (rows x cols bytes, 16-byte aligned
+//     rows) and its fp16 scales (rows x cols/32): the file's 34-byte blocks
+//     allow only 2-byte loads.
+// Q4_K (144-byte) and Q5_K (176-byte) blocks are already 16-byte multiples.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include "core/dtype.h"
+
+namespace laya::cuda {
+
+struct DevMat {
+  DType type = DType::F32;
+  int64_t rows = 0, cols = 0;
+  const uint8_t* data = nullptr;     // rows of `stride` bytes (Q8_0: the int8 values)
+  const uint16_t* scales = nullptr;  // Q8_0 only: fp16 scale of each 32 values, (rows, cols / 32)
+  size_t stride = 0;
+};
+
+// Bytes a DevMat of this type and shape takes on the device.
+size_t dev_bytes(DType type, int64_t rows, int64_t cols);
+// Row stride on the device (float types padded to 16 bytes).
+size_t dev_stride(DType type, int64_t cols);
+// True for the types the kernels read.
+bool dev_supported(DType type);
+
+// Up to three matrices over one input vector in one launch (decode, n_tok 1).
+// swiglu: m[0] is the gate, m[1] the up matrix (same shape): y[0] receives the
+// gate products, y[1] silu(gate) * up.
+struct MatvecJob {
+  int n = 0;
+  DevMat m[3];
+  float* y[3] = {nullptr, nullptr, nullptr};
+  bool swiglu = false;
+};
+
+// Raises the kernels' dynamic shared-memory limits for rows of up to
+// max_cols values and KV heads of up to 256 dims. Call once per device.
+cudaError_t configure(int64_t max_cols);
+
+cudaError_t matvec(const MatvecJob& job, const float* x, cudaStream_t s);
+// y (n_tok, rows) = x (n_tok, cols) . m^T for any n_tok (tiled, float32).
+cudaError_t gemm(const DevMat& m, const float* x, int64_t n_tok, float* y, cudaStream_t s);
+// out (n, cols) = rows ids[0..n) of m; ids are host memory (passed by value).
+cudaError_t get_rows(const DevMat& m, const int32_t* ids, int64_t n, float* out, cudaStream_t s);
+
+cudaError_t rms_norm(const float* x, const float* w, int64_t n_rows, int64_t n, float eps, float* out, cudaStream_t s);
+cudaError_t add_bias(float* y, const float* b, int64_t n_rows, int64_t n, cudaStream_t s);
+cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t s);
+// out[i] = silu(gate[i]) * out[i].
+cudaError_t silu_mul(const float* gate, float* out, int64_t n, cudaStream_t s);
+cudaError_t rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, int64_t pos0, const float* cos,
+                 const float* sin, int64_t half, bool interleaved, cudaStream_t s);
+
+// One layer of one sequence in the block pool; ids is device memory.
+struct KvArgs {
+  uint8_t* pool = nullptr;
+  const int32_t* ids = nullptr;
+  int64_t n_blocks = 0;
+  size_t block_bytes = 0;  // distance between block ids
+  size_t k_off = 0;        // K slice of KV head 0 of this layer inside a block
+  size_t v_off = 0;        // V slice of KV head 0
+  size_t head_bytes = 0;   // one head's slice
+  int64_t block_pos = 0, n_head_kv = 0, head_dim = 0;
+  DType type = DType::F32;
+};
+
+// The CPU backend's layouts (cpu/attention.h): K in blocks of 16 positions
+// (head_dim, 16), V rows (position, head_dim); Q8_0 with a float32 scale per 32
+// values of a position.
+cudaError_t kv_store(const KvArgs& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0, cudaStream_t s);
+// head_dim in {32, 64, 96, 128, 256}; any group size.
+cudaError_t attention(const KvArgs& kv, const float* q, int64_t n_tok, int64_t pos0, int64_t n_head, float scale,
+                      float* out, cudaStream_t s);
+bool attention_supported(int64_t head_dim);
+
+}  // namespace laya::cuda
