@@ -244,6 +244,21 @@ Status Engine::forward_chunk(Sequence& seq, const int32_t* tokens, int64_t m, in
                              bool all_logits) {
   LAYA_TRY(seq.table_.prepare_write(pos, m));
   const KvLayerView kv{&pool_->layout(), pool_->memory(), seq.table_.ids().data(), seq.table_.n_blocks(), 0};
+  if (m == 1 && out && !all_logits) {
+    // A decode step: the backend may replay a recording of it (Backend::step_begin).
+    bool replayed = false;
+    LAYA_TRY(backend_->step_begin(kv, tokens[0], pos, out, &replayed));
+    if (!replayed) {
+      Status st = transformer_forward(*model_, *backend_, rope_, kv, scratch_, tokens, m, pos);
+      if (st.ok()) st = transformer_logits(*model_, *backend_, scratch_, 0, 1, out);
+      const Status end = backend_->step_end(st.ok());
+      LAYA_TRY(st);
+      LAYA_TRY(end);
+    }
+    seq.tokens_.insert(seq.tokens_.end(), tokens, tokens + m);
+    seq.table_.key_full_blocks(kv_seed_, seq.tokens_, pos);
+    return Status::Ok();
+  }
   LAYA_TRY(transformer_forward(*model_, *backend_, rope_, kv, scratch_, tokens, m, pos));
   seq.tokens_.insert(seq.tokens_.end(), tokens, tokens + m);  // within the reserved n_ctx: no allocation
   seq.table_.key_full_blocks(kv_seed_, seq.tokens_, pos);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 namespace laya {
@@ -50,11 +51,16 @@ Result<std::unique_ptr<Backend>> CudaBackend::create(const BackendOptions& opt, 
   be->ids_cap_ = std::max<int64_t>(lim.max_ctx / 16 + 1, 64);
   LAYA_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&be->ids_dev_), static_cast<size_t>(be->ids_cap_) * sizeof(int32_t)),
                 "cudaMalloc of the block table ({} entries)", be->ids_cap_);
+  LAYA_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&be->step_dev_), 2 * sizeof(int64_t)), "cudaMalloc of the step arguments");
+  const char* g = std::getenv("LAYA_CUDA_GRAPHS");
+  be->use_graphs_ = !(g && std::strcmp(g, "0") == 0);
   return std::unique_ptr<Backend>(std::move(be));
 }
 
 CudaBackend::~CudaBackend() {
   if (stream_) cudaStreamSynchronize(stream_);
+  drop_graphs();
+  if (step_dev_) cudaFree(step_dev_);
   for (void* p : weight_mem_) cudaFree(p);
   if (ids_dev_) cudaFree(ids_dev_);
   if (stream_) cudaStreamDestroy(stream_);
@@ -247,7 +253,7 @@ Status CudaBackend::get_rows(const Tensor& w, const int32_t* ids, int64_t n, flo
       return Status(StatusCode::kOutOfRange, fmt::format("cuda get_rows: id {} of {} rows", ids[i], m->rows));
     }
   }
-  LAYA_CUDA_TRY(cuda::get_rows(*m, ids, n, out, stream_), "get_rows {} {} rows of {}", w.name, n, m->cols);
+  LAYA_CUDA_TRY(cuda::get_rows(*m, ids, n, out, n == 1 ? dyn() : nullptr, stream_), "get_rows {} {} rows of {}", w.name, n, m->cols);
   return Status::Ok();
 }
 
@@ -281,7 +287,8 @@ Status CudaBackend::rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_
     return Status(StatusCode::kOutOfRange,
                   fmt::format("cuda rope: positions up to {} past the table's {}", pos0 + n_tok, rt.n_pos));
   }
-  LAYA_CUDA_TRY(cuda::rope(x, n_tok, n_heads, head_dim, pos0, rt.cos, rt.sin, rt.half, rt.interleaved, stream_),
+  LAYA_CUDA_TRY(cuda::rope(x, n_tok, n_heads, head_dim, pos0, rt.cos, rt.sin, rt.half, rt.interleaved,
+                           n_tok == 1 ? dyn() : nullptr, stream_),
                 "rope {} tokens x {} heads x {} at {}", n_tok, n_heads, head_dim, pos0);
   return Status::Ok();
 }
@@ -293,7 +300,9 @@ Result<cuda::KvArgs> CudaBackend::kv_args(const KvLayerView& kv, const char* op)
                                                        op, kv.n_blocks, ids_cap_));
   }
   const size_t n = static_cast<size_t>(kv.n_blocks);
-  if (ids_host_.size() != n || !std::equal(ids_host_.begin(), ids_host_.end(), kv.ids)) {
+  // In a capture, step_begin() has uploaded the table (a copy from host
+  // memory cannot be recorded).
+  if (!capturing_ && (ids_host_.size() != n || !std::equal(ids_host_.begin(), ids_host_.end(), kv.ids))) {
     ids_host_.assign(kv.ids, kv.ids + n);
     // Pageable source: the call returns once ids_host_ is read, in stream order.
     LAYA_CUDA_TRY(cudaMemcpyAsync(ids_dev_, ids_host_.data(), n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
@@ -319,7 +328,7 @@ Status CudaBackend::kv_store(const KvLayerView& kv, const float* k, const float*
   if (a.type == DType::Q8_0 && a.head_dim % 32 != 0) {
     return Status(StatusCode::kUnsupported, fmt::format("cuda kv_store: a Q8_0 cache needs head_dim % 32 == 0, not {}", a.head_dim));
   }
-  LAYA_CUDA_TRY(cuda::kv_store(a, k, v, n_tok, pos0, stream_), "kv_store {} tokens at {} ({} cache, layer {})", n_tok, pos0,
+  LAYA_CUDA_TRY(cuda::kv_store(a, k, v, n_tok, pos0, n_tok == 1 ? dyn() : nullptr, stream_), "kv_store {} tokens at {} ({} cache, layer {})", n_tok, pos0,
                 dtype_name(a.type), kv.layer);
   return Status::Ok();
 }
@@ -331,9 +340,59 @@ Status CudaBackend::attention(const KvLayerView& kv, const float* q, int64_t n_t
                   fmt::format("cuda attention: head_dim {} (supported: 32, 64, 96, 128, 256)", s.head_dim));
   }
   LAYA_ASSIGN_OR_RETURN(const cuda::KvArgs a, kv_args(kv, "attention"));
-  LAYA_CUDA_TRY(cuda::attention(a, q, n_tok, pos0, s.n_head, s.scale, out, stream_),
+  LAYA_CUDA_TRY(cuda::attention(a, q, n_tok, pos0, s.n_head, s.scale, out, n_tok == 1 ? dyn() : nullptr, stream_),
                 "attention {} tokens at {} ({} heads, {} KV heads, head_dim {}, {} cache)", n_tok, pos0, s.n_head,
                 s.n_head_kv, s.head_dim, dtype_name(a.type));
+  return Status::Ok();
+}
+
+// ---- decode-step graphs --------------------------------------------------------------------------
+
+void CudaBackend::drop_graphs() {
+  for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
+  graphs_.clear();
+}
+
+Status CudaBackend::step_begin(const KvLayerView& kv, int32_t token, int64_t pos, const float* logits, bool* replayed) {
+  *replayed = false;
+  if (!use_graphs_) return Status::Ok();
+  // What changes between steps goes in first, in stream order: the block
+  // table (when a block was added) and the token and position.
+  LAYA_TRY(kv_args(kv, "step_begin").status());
+  step_host_[0] = token;
+  step_host_[1] = pos;
+  LAYA_CUDA_TRY(cudaMemcpyAsync(step_dev_, step_host_, sizeof step_host_, cudaMemcpyHostToDevice, stream_),
+                "step_begin: upload of the token and position");
+  if (auto it = graphs_.find(logits); it != graphs_.end()) {
+    LAYA_CUDA_TRY(cudaGraphLaunch(it->second, stream_), "replay of a decode step (token {} at {})", token, pos);
+    *replayed = true;
+    return Status::Ok();
+  }
+  LAYA_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "step_begin: cudaStreamBeginCapture");
+  capturing_ = true;
+  capture_key_ = logits;
+  return Status::Ok();
+}
+
+Status CudaBackend::step_end(bool ok) {
+  if (!capturing_) return Status::Ok();
+  capturing_ = false;
+  cudaGraph_t graph = nullptr;
+  const cudaError_t e = cudaStreamEndCapture(stream_, &graph);
+  if (!ok) {  // an op failed: the caller reports it; nothing of the step runs
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    return Status::Ok();
+  }
+  LAYA_CUDA_TRY(e, "step_end: cudaStreamEndCapture");
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t ie = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  LAYA_CUDA_TRY(ie, "step_end: cudaGraphInstantiate");
+  if (graphs_.size() >= kMaxGraphs) drop_graphs();  // many sequences came and went: start over
+  graphs_.emplace(capture_key_, exec);
+  // The capture recorded the step without running it.
+  LAYA_CUDA_TRY(cudaGraphLaunch(exec, stream_), "step_end: first launch of a decode step");
   return Status::Ok();
 }
 

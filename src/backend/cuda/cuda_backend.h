@@ -49,6 +49,11 @@ class CudaBackend final : public Backend {
   Status kv_store(const KvLayerView& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0) override;
   Status attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
                    float* out) override;
+  // A decode step is captured into a CUDA graph the first time a sequence's
+  // logits buffer ends one, and replayed after (its kernels read the token
+  // and position from device memory). LAYA_CUDA_GRAPHS=0 turns this off.
+  Status step_begin(const KvLayerView& kv, int32_t token, int64_t pos, const float* logits, bool* replayed) override;
+  Status step_end(bool ok) override;
 
  protected:
   void release(void* data, size_t bytes) override;
@@ -73,6 +78,20 @@ class CudaBackend final : public Backend {
   int32_t* ids_dev_ = nullptr;
   int64_t ids_cap_ = 0;
   std::vector<int32_t> ids_host_;
+
+  // Decode-step graphs, by the logits buffer they end in (one per sequence;
+  // every other buffer a step touches is the engine's and fixed).
+  static constexpr size_t kMaxGraphs = 64;
+  bool use_graphs_ = true;
+  bool capturing_ = false;
+  const float* capture_key_ = nullptr;
+  int64_t* step_dev_ = nullptr;  // {token, position} of the step being run
+  int64_t step_host_[2] = {0, 0};
+  std::unordered_map<const float*, cudaGraphExec_t> graphs_;
+  // The step's {token, position} for the kernels that take them (nullptr
+  // outside a capture: they use their arguments).
+  const int64_t* dyn() const { return capturing_ ? step_dev_ : nullptr; }
+  void drop_graphs();
 };
 
 }  // namespace laya

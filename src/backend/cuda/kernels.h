@@ -53,8 +53,12 @@ cudaError_t configure(int64_t max_cols);
 cudaError_t matvec(const MatvecJob& job, const float* x, cudaStream_t s);
 // y (n_tok, rows) = x (n_tok, cols) . m^T for any n_tok (tiled, float32).
 cudaError_t gemm(const DevMat& m, const float* x, int64_t n_tok, float* y, cudaStream_t s);
+// A recorded decode step (a CUDA graph) replays with other tokens and
+// positions: its kernels read them from device memory, dyn = {token,
+// position} (nullptr: the arguments given). Used where n / n_tok is 1.
+//
 // out (n, cols) = rows ids[0..n) of m; ids are host memory (passed by value).
-cudaError_t get_rows(const DevMat& m, const int32_t* ids, int64_t n, float* out, cudaStream_t s);
+cudaError_t get_rows(const DevMat& m, const int32_t* ids, int64_t n, float* out, const int64_t* dyn, cudaStream_t s);
 
 cudaError_t rms_norm(const float* x, const float* w, int64_t n_rows, int64_t n, float eps, float* out, cudaStream_t s);
 cudaError_t add_bias(float* y, const float* b, int64_t n_rows, int64_t n, cudaStream_t s);
@@ -62,7 +66,7 @@ cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t s);
 // out[i] = silu(gate[i]) * out[i].
 cudaError_t silu_mul(const float* gate, float* out, int64_t n, cudaStream_t s);
 cudaError_t rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, int64_t pos0, const float* cos,
-                 const float* sin, int64_t half, bool interleaved, cudaStream_t s);
+                 const float* sin, int64_t half, bool interleaved, const int64_t* dyn, cudaStream_t s);
 
 // One layer of one sequence in the block pool; ids is device memory.
 struct KvArgs {
@@ -80,10 +84,11 @@ struct KvArgs {
 // The CPU backend's layouts (cpu/attention.h): K in blocks of 16 positions
 // (head_dim, 16), V rows (position, head_dim); Q8_0 with a float32 scale per 32
 // values of a position.
-cudaError_t kv_store(const KvArgs& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0, cudaStream_t s);
+cudaError_t kv_store(const KvArgs& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0, const int64_t* dyn,
+                     cudaStream_t s);
 // head_dim in {32, 64, 96, 128, 256}; any group size.
 cudaError_t attention(const KvArgs& kv, const float* q, int64_t n_tok, int64_t pos0, int64_t n_head, float scale,
-                      float* out, cudaStream_t s);
+                      float* out, const int64_t* dyn, cudaStream_t s);
 bool attention_supported(int64_t head_dim);
 
 }  // namespace laya::cuda

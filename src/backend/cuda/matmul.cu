@@ -293,8 +293,8 @@ struct Ids64 {
   int32_t v[64];
 };
 
-__global__ void get_rows_kernel(const DevMat m, const Ids64 ids, float* __restrict__ out) {
-  const int64_t row = ids.v[blockIdx.x];
+__global__ void get_rows_kernel(const DevMat m, const Ids64 ids, float* __restrict__ out, const int64_t* dyn) {
+  const int64_t row = dyn ? dyn[0] : ids.v[blockIdx.x];
   float* o = out + static_cast<int64_t>(blockIdx.x) * m.cols;
   for (int64_t g = threadIdx.x; g * 32 < m.cols; g += blockDim.x) {
     float w[32];
@@ -370,12 +370,12 @@ cudaError_t gemm(const DevMat& m, const float* x, int64_t n_tok, float* y, cudaS
   return cudaGetLastError();
 }
 
-cudaError_t get_rows(const DevMat& m, const int32_t* ids, int64_t n, float* out, cudaStream_t s) {
+cudaError_t get_rows(const DevMat& m, const int32_t* ids, int64_t n, float* out, const int64_t* dyn, cudaStream_t s) {
   for (int64_t i = 0; i < n; i += 64) {
     Ids64 chunk{};
     const int64_t k = std::min<int64_t>(64, n - i);
     for (int64_t j = 0; j < k; ++j) chunk.v[j] = ids[i + j];
-    get_rows_kernel<<<static_cast<unsigned>(k), 128, 0, s>>>(m, chunk, out + i * m.cols);
+    get_rows_kernel<<<static_cast<unsigned>(k), 128, 0, s>>>(m, chunk, out + i * m.cols, dyn);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
   return cudaSuccess;

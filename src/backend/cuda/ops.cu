@@ -51,8 +51,10 @@ __global__ void silu_mul_kernel(const float* gate, float* out, int64_t n) {
 }
 
 // One thread per rotated pair.
-__global__ void rope_kernel(float* x, int64_t n_tok, int64_t n_heads, int64_t hd, int64_t pos0,
-                            const float* __restrict__ cs, const float* __restrict__ sn, int64_t half, bool interleaved) {
+__global__ void rope_kernel(float* x, int64_t n_tok, int64_t n_heads, int64_t hd, int64_t pos0_arg,
+                            const float* __restrict__ cs, const float* __restrict__ sn, int64_t half, bool interleaved,
+                            const int64_t* dyn) {
+  const int64_t pos0 = dyn ? dyn[1] : pos0_arg;
   const int64_t hh = hd / 2;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= n_tok * n_heads * hh) return;
@@ -78,7 +80,9 @@ __device__ __forceinline__ size_t q8_k_block_bytes(int64_t hd) { return static_c
 __device__ __forceinline__ size_t q8_v_row_bytes(int64_t hd) { return static_cast<size_t>(hd + hd / 32 * 4); }
 
 // F32 / F16: one thread per (token, head, dim).
-__global__ void kv_store_kernel(const KvArgs kv, const float* k, const float* v, int64_t n_tok, int64_t pos0) {
+__global__ void kv_store_kernel(const KvArgs kv, const float* k, const float* v, int64_t n_tok, int64_t pos0_arg,
+                                const int64_t* dyn) {
+  const int64_t pos0 = dyn ? dyn[1] : pos0_arg;
   const int64_t hd = kv.head_dim, kvd = kv.n_head_kv * hd;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= n_tok * kvd) return;
@@ -94,7 +98,9 @@ __global__ void kv_store_kernel(const KvArgs kv, const float* k, const float* v,
 }
 
 // Q8_0: one warp per (token, head, 32 values): d = max|x| / 127, q = round(x / d).
-__global__ void kv_store_q8_kernel(const KvArgs kv, const float* k, const float* v, int64_t n_tok, int64_t pos0) {
+__global__ void kv_store_q8_kernel(const KvArgs kv, const float* k, const float* v, int64_t n_tok, int64_t pos0_arg,
+                                   const int64_t* dyn) {
+  const int64_t pos0 = dyn ? dyn[1] : pos0_arg;
   const int64_t hd = kv.head_dim, groups = hd / 32, kvd = kv.n_head_kv * hd;
   const int64_t w = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x & 31;
@@ -152,9 +158,10 @@ constexpr int kMaxG = 8;  // query heads per block (a larger GQA group takes sev
 // scores; for the values, lane l holds dims l, l + 32, ... (ND = head_dim / 32).
 // The warps' partial results are merged through shared memory at the end.
 template <int ND>
-__global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const KvArgs kv, const float* q, int64_t pos0,
+__global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const KvArgs kv, const float* q, int64_t pos0_arg,
                                                                     int64_t n_head, int64_t group, float scale,
-                                                                    float* out) {
+                                                                    float* out, const int64_t* dyn) {
+  const int64_t pos0 = dyn ? dyn[1] : pos0_arg;
   constexpr int HD = ND * 32;
   extern __shared__ float sm[];
   float* qs = sm;                             // [kMaxG][HD]
@@ -249,12 +256,12 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const KvArgs
 
 template <int ND>
 cudaError_t launch_attention(const KvArgs& kv, const float* q, int64_t n_tok, int64_t pos0, int64_t n_head, float scale,
-                             float* out, cudaStream_t s) {
+                             float* out, const int64_t* dyn, cudaStream_t s) {
   const int64_t group = n_head / kv.n_head_kv;
   const dim3 grid(static_cast<unsigned>(n_tok), static_cast<unsigned>(kv.n_head_kv),
                   static_cast<unsigned>((group + kMaxG - 1) / kMaxG));
   const size_t smem = (kMaxG * ND * 32 * (1 + kAttnWarps) + kAttnWarps * kMaxG * 2) * sizeof(float);
-  attention_kernel<ND><<<grid, kAttnWarps * 32, smem, s>>>(kv, q, pos0, n_head, group, scale, out);
+  attention_kernel<ND><<<grid, kAttnWarps * 32, smem, s>>>(kv, q, pos0, n_head, group, scale, out, dyn);
   return cudaGetLastError();
 }
 
@@ -285,20 +292,21 @@ cudaError_t silu_mul(const float* gate, float* out, int64_t n, cudaStream_t s) {
 }
 
 cudaError_t rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, int64_t pos0, const float* cos,
-                 const float* sin, int64_t half, bool interleaved, cudaStream_t s) {
+                 const float* sin, int64_t half, bool interleaved, const int64_t* dyn, cudaStream_t s) {
   const int64_t n = n_tok * n_heads * (head_dim / 2);
   if (n == 0) return cudaSuccess;
-  rope_kernel<<<blocks_for(n, 256), 256, 0, s>>>(x, n_tok, n_heads, head_dim, pos0, cos, sin, half, interleaved);
+  rope_kernel<<<blocks_for(n, 256), 256, 0, s>>>(x, n_tok, n_heads, head_dim, pos0, cos, sin, half, interleaved, dyn);
   return cudaGetLastError();
 }
 
-cudaError_t kv_store(const KvArgs& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0, cudaStream_t s) {
+cudaError_t kv_store(const KvArgs& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0, const int64_t* dyn,
+                     cudaStream_t s) {
   if (n_tok == 0) return cudaSuccess;
   if (kv.type == DType::Q8_0) {
     const int64_t threads = n_tok * kv.n_head_kv * (kv.head_dim / 32) * 32;
-    kv_store_q8_kernel<<<blocks_for(threads, 256), 256, 0, s>>>(kv, k, v, n_tok, pos0);
+    kv_store_q8_kernel<<<blocks_for(threads, 256), 256, 0, s>>>(kv, k, v, n_tok, pos0, dyn);
   } else {
-    kv_store_kernel<<<blocks_for(n_tok * kv.n_head_kv * kv.head_dim, 256), 256, 0, s>>>(kv, k, v, n_tok, pos0);
+    kv_store_kernel<<<blocks_for(n_tok * kv.n_head_kv * kv.head_dim, 256), 256, 0, s>>>(kv, k, v, n_tok, pos0, dyn);
   }
   return cudaGetLastError();
 }
@@ -306,14 +314,14 @@ cudaError_t kv_store(const KvArgs& kv, const float* k, const float* v, int64_t n
 bool attention_supported(int64_t hd) { return hd == 32 || hd == 64 || hd == 96 || hd == 128 || hd == 256; }
 
 cudaError_t attention(const KvArgs& kv, const float* q, int64_t n_tok, int64_t pos0, int64_t n_head, float scale,
-                      float* out, cudaStream_t s) {
+                      float* out, const int64_t* dyn, cudaStream_t s) {
   if (n_tok == 0) return cudaSuccess;
   switch (kv.head_dim) {
-    case 32: return launch_attention<1>(kv, q, n_tok, pos0, n_head, scale, out, s);
-    case 64: return launch_attention<2>(kv, q, n_tok, pos0, n_head, scale, out, s);
-    case 96: return launch_attention<3>(kv, q, n_tok, pos0, n_head, scale, out, s);
-    case 128: return launch_attention<4>(kv, q, n_tok, pos0, n_head, scale, out, s);
-    case 256: return launch_attention<8>(kv, q, n_tok, pos0, n_head, scale, out, s);
+    case 32: return launch_attention<1>(kv, q, n_tok, pos0, n_head, scale, out, dyn, s);
+    case 64: return launch_attention<2>(kv, q, n_tok, pos0, n_head, scale, out, dyn, s);
+    case 96: return launch_attention<3>(kv, q, n_tok, pos0, n_head, scale, out, dyn, s);
+    case 128: return launch_attention<4>(kv, q, n_tok, pos0, n_head, scale, out, dyn, s);
+    case 256: return launch_attention<8>(kv, q, n_tok, pos0, n_head, scale, out, dyn, s);
     default: return cudaErrorInvalidValue;
   }
 }
