@@ -20,7 +20,7 @@
 #        the suite, makes random-weight llama-3.2-1b BF16 / Q8_0 models there
 #        (mkmodel on its 16 cores: a 1.3-2.5 GB file cannot be carried) and
 #        times decode with `laya bench --backend cuda`. Logs go to $OUT.
-#        STEPS="tests logits sanitize bench" selects parts (default: all).
+#        STEPS="tests logits bench sanitize" selects parts (default: all, in this order).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -38,8 +38,13 @@ stage() {
   rm -rf "$dest" && mkdir -p "$dest/pkg/lib" "$dest/fx/ref-models/common" || return 1
   cp "$root/build-cuda/laya" "$root/build-cuda/tests/laya_tests" "$dest/pkg/"
   # Every shared library but glibc's own: the device image has other versions or none.
+  # libstdc++ / libgcc_s apart: the device's own (newer) are used unless the
+  # binaries do not start with them; tools there (compute-sanitizer) need theirs.
+  mkdir -p "$dest/pkg/lib-std"
   ldd "$root/build-cuda/laya" "$root/build-cuda/tests/laya_tests" | awk '/=> \// {print $3}' | sort -u |
-    grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\.so' | xargs -I{} cp -L {} "$dest/pkg/lib/"
+    grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\.so' | while read -r l; do
+      case "$l" in */libstdc++*|*/libgcc_s*) cp -L "$l" "$dest/pkg/lib-std/" ;; *) cp -L "$l" "$dest/pkg/lib/" ;; esac
+    done
   tar -C "$dest/pkg" -cf - . | zstd -q -19 -T0 -o "$dest/bin.tar.zst" && rm -rf "$dest/pkg"
   cp "$fx/common/prompts.json" "$dest/fx/ref-models/common/"
   # The files the logits cases below read (the tracked tree travels too: 64 MiB in all).
@@ -66,11 +71,16 @@ logits_filter() {
 }
 
 device() {
-  local out="${OUT:-$PWD/out}" steps="${STEPS:-tests logits sanitize bench}"
+  local out="${OUT:-$PWD/out}" steps="${STEPS:-tests logits bench sanitize}"
   mkdir -p "$out" pkg && zstd -q -d -c bin.tar.zst | tar -C pkg -xf - || return 1
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
   export LD_LIBRARY_PATH="$PWD/pkg/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   local laya="$PWD/pkg/laya" tests="$PWD/pkg/laya_tests"
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
+  if ! "$tests" --gtest_list_tests >/dev/null 2>&1; then
+    echo "the device's libstdc++ is older than the build's: using the carried one"
+    export LD_LIBRARY_PATH="$PWD/pkg/lib-std:$LD_LIBRARY_PATH"
+  fi
+  "$tests" --gtest_list_tests >/dev/null || return 1
   if [[ " $steps " == *" tests "* ]]; then
     echo "== conformance suite through cuda"
     timeout 300 "$tests" --gtest_filter='*BackendConformance*cuda*' >"$out/conformance.log" 2>&1
@@ -81,23 +91,27 @@ device() {
     LAYA_TEST_BACKEND=cuda LAYA_FIXTURES="$PWD/fx" timeout 300 "$tests" --gtest_filter="$(logits_filter)" >"$out/logits.log" 2>&1
     echo "rc $?"; grep -E '^\[ +(measure|PASSED|FAILED|SKIPPED) ' "$out/logits.log" | tail -40
   fi
-  if [[ " $steps " == *" sanitize "* ]]; then
-    echo "== compute-sanitizer memcheck (ops, KV, memory; the Q4_K and BF16 weight cases)"
-    timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$tests" \
-      --gtest_filter='*BackendConformance.*/cuda:*BackendConformanceWeights.*/cuda_Q4_K:*BackendConformanceWeights.*/cuda_BF16' \
-      >"$out/memcheck.log" 2>&1
-    echo "rc $?"; grep -E 'ERROR SUMMARY|PASSED|FAILED|Error' "$out/memcheck.log" | head -20
-  fi
   if [[ " $steps " == *" bench "* ]]; then
     echo "== decode on random-weight llama-3.2-1b"
     local t
     for t in ${TYPES:-BF16 Q8_0}; do
       "$laya" mkmodel --preset llama-3.2-1b --type "$t" -o "/tmp/llama-1b-$t.gguf" -q || continue
       ls -la "/tmp/llama-1b-$t.gguf"
-      "$laya" bench -m "/tmp/llama-1b-$t.gguf" --backend cuda -p 512 -n 256 --warmup 32 --json \
-        --steps-out "$out/steps-$t.txt" >"$out/bench-$t.json" 2>"$out/bench-$t.err"
-      echo "rc $? $t"; cat "$out/bench-$t.json" "$out/bench-$t.err" | head -40
+      # Decode steps replayed as CUDA graphs (the default), then issued op by op.
+      local g
+      for g in 1 0; do
+        LAYA_CUDA_GRAPHS=$g "$laya" bench -m "/tmp/llama-1b-$t.gguf" --backend cuda -p 512 -n 256 --warmup 32 --json \
+          --steps-out "$out/steps-$t-g$g.txt" >"$out/bench-$t-g$g.json" 2>"$out/bench-$t-g$g.err"
+        echo "rc $? $t graphs=$g"; cat "$out/bench-$t-g$g.json"; head -5 "$out/bench-$t-g$g.err"
+      done
     done
+  fi
+  if [[ " $steps " == *" sanitize "* ]]; then
+    echo "== compute-sanitizer memcheck (ops, KV, memory; the Q4_K and BF16 weight cases)"
+    timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$tests" \
+      --gtest_filter='*BackendConformance.*/cuda:*BackendConformanceWeights.*/cuda_Q4_K:*BackendConformanceWeights.*/cuda_BF16' \
+      >"$out/memcheck.log" 2>&1
+    echo "rc $?"; grep -E 'ERROR SUMMARY|PASSED|FAILED|Error' "$out/memcheck.log" | head -20
   fi
 }
 
