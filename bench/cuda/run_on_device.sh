@@ -71,8 +71,12 @@ logits_filter() {
 }
 
 device() {
-  local out="${OUT:-$PWD/out}" steps="${STEPS:-tests logits bench sanitize}"
-  mkdir -p "$out" pkg && zstd -q -d -c bin.tar.zst | tar -C pkg -xf - || return 1
+  # Logs in one folder, packed into $OUT/logs.tgz on exit (the tool returns
+  # at most 8 files).
+  local out=/tmp/laya-cuda-out steps="${STEPS:-tests logits bench sanitize}"
+  rm -rf "$out" && mkdir -p "$out" pkg || return 1
+  trap 'tar -C /tmp -czf "${OUT:-$PWD}/logs.tgz" laya-cuda-out' EXIT
+  zstd -q -d -c bin.tar.zst | tar -C pkg -xf - || return 1
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
   export LD_LIBRARY_PATH="$PWD/pkg/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   local laya="$PWD/pkg/laya" tests="$PWD/pkg/laya_tests"
