@@ -211,14 +211,14 @@ Status CudaBackend::matmul_group(const MatmulOut* outs, int n_outs, const float*
       LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* m, dev(*outs[i0 + i].w, "matmul"));
       job.m[i] = *m;
       job.y[i] = outs[i0 + i].y;
-      if (n_tok > 1) {
+      if (!cuda::matvec_tokens(n_tok, m->cols)) {
         LAYA_CUDA_TRY(cuda::gemm(*m, x, n_tok, outs[i0 + i].y, stream_), "matmul {} {} ({} x {}) n_tok {}",
                       outs[i0 + i].w->name, dtype_name(m->type), m->rows, m->cols, n_tok);
       }
     }
-    if (n_tok == 1) {
-      LAYA_CUDA_TRY(cuda::matvec(job, x, stream_), "matmul {} {} ({} x {}) and {} more, n_tok 1", outs[i0].w->name,
-                    dtype_name(job.m[0].type), job.m[0].rows, job.m[0].cols, job.n - 1);
+    if (cuda::matvec_tokens(n_tok, job.m[0].cols)) {
+      LAYA_CUDA_TRY(cuda::matvec(job, x, n_tok, stream_), "matmul {} {} ({} x {}) and {} more, n_tok {}",
+                    outs[i0].w->name, dtype_name(job.m[0].type), job.m[0].rows, job.m[0].cols, job.n - 1, n_tok);
     }
   }
   return Status::Ok();
@@ -228,7 +228,7 @@ Status CudaBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, cons
                                   float* gate_scratch, float* out) {
   LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* g, dev(w_gate, "matmul_swiglu"));
   LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* u, dev(w_up, "matmul_swiglu"));
-  if (n_tok == 1) {
+  if (cuda::matvec_tokens(n_tok, g->cols)) {
     cuda::MatvecJob job;
     job.n = 2;
     job.swiglu = true;
@@ -236,8 +236,8 @@ Status CudaBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, cons
     job.m[1] = *u;
     job.y[0] = gate_scratch;
     job.y[1] = out;
-    LAYA_CUDA_TRY(cuda::matvec(job, x, stream_), "matmul_swiglu {} ({} x {}) n_tok 1", dtype_name(g->type), g->rows,
-                  g->cols);
+    LAYA_CUDA_TRY(cuda::matvec(job, x, n_tok, stream_), "matmul_swiglu {} ({} x {}) n_tok {}", dtype_name(g->type),
+                  g->rows, g->cols, n_tok);
     return Status::Ok();
   }
   LAYA_CUDA_TRY(cuda::gemm(*g, x, n_tok, gate_scratch, stream_), "matmul_swiglu gate {} n_tok {}", w_gate.name, n_tok);

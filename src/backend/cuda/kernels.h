@@ -46,11 +46,16 @@ struct MatvecJob {
   bool swiglu = false;
 };
 
-// Raises the kernels' dynamic shared-memory limits for rows of up to
-// max_cols values and KV heads of up to 256 dims. Call once per device.
+// Raises the matrix-vector kernels' dynamic shared-memory limit to the
+// device's opt-in maximum. Call once per device.
 cudaError_t configure(int64_t max_cols);
 
-cudaError_t matvec(const MatvecJob& job, const float* x, cudaStream_t s);
+// The matrix-vector kernel also takes a few tokens (a keystroke's edit):
+// true when n_tok rows of `cols` values fit its shared memory (configure() first).
+constexpr int64_t kMaxVecTok = 8;
+bool matvec_tokens(int64_t n_tok, int64_t cols);
+// y[i] (n_tok, rows_i) = x (n_tok, cols) . m[i]^T; swiglu as above, per token.
+cudaError_t matvec(const MatvecJob& job, const float* x, int64_t n_tok, cudaStream_t s);
 // y (n_tok, rows) = x (n_tok, cols) . m^T for any n_tok (tiled, float32).
 cudaError_t gemm(const DevMat& m, const float* x, int64_t n_tok, float* y, cudaStream_t s);
 // A recorded decode step (a CUDA graph) replays with other tokens and

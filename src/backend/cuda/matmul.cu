@@ -193,32 +193,41 @@ struct DotOf {
 // Grid: blocks of kWarps warps, each warp `rpw` consecutive rows of the
 // matrices laid end to end. D: the row product, one type's (the job's
 // matrices all of that type: small, fully inlined code) or any type's.
+// n_tok > 1 (a keystroke's few new tokens): every token's x is staged, and a
+// warp multiplies its row with each in turn; the row's bytes come from
+// device memory once and from L1 after.
 template <class D>
 __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const MatvecJob job, const float* __restrict__ x,
-                                                             int64_t cols, int64_t padded, int64_t total, int rpw) {
+                                                             int64_t cols, int64_t padded, int64_t total, int rpw,
+                                                             int n_tok) {
   extern __shared__ float xs[];
-  for (int64_t i = threadIdx.x; i < padded; i += blockDim.x) xs[i] = i < cols ? x[i] : 0.f;
+  for (int t = 0; t < n_tok; ++t)
+    for (int64_t i = threadIdx.x; i < padded; i += blockDim.x) xs[t * padded + i] = i < cols ? x[t * cols + i] : 0.f;
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t first = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * rpw;
   for (int64_t R = first; R < first + rpw && R < total; ++R) {
     if (job.swiglu) {
-      const float g = D::dot(job.m[0], R, xs, lane), u = D::dot(job.m[1], R, xs, lane);
-      if (lane == 0) {
-        job.y[0][R] = g;
-        job.y[1][R] = g / (1.0f + expf(-g)) * u;
+      for (int t = 0; t < n_tok; ++t) {
+        const float g = D::dot(job.m[0], R, xs + t * padded, lane), u = D::dot(job.m[1], R, xs + t * padded, lane);
+        if (lane == 0) {
+          job.y[0][t * total + R] = g;
+          job.y[1][t * total + R] = g / (1.0f + expf(-g)) * u;
+        }
       }
       continue;
     }
     int i = 0;
     int64_t r = R;
     while (i + 1 < job.n && r >= job.m[i].rows) r -= job.m[i++].rows;
-    const float s = D::dot(job.m[i], r, xs, lane);
-    if (lane == 0) job.y[i][r] = s;
+    for (int t = 0; t < n_tok; ++t) {
+      const float s = D::dot(job.m[i], r, xs + t * padded, lane);
+      if (lane == 0) job.y[i][t * job.m[i].rows + r] = s;
+    }
   }
 }
 
-using MatvecFn = void (*)(const MatvecJob, const float*, int64_t, int64_t, int64_t, int);
+using MatvecFn = void (*)(const MatvecJob, const float*, int64_t, int64_t, int64_t, int, int);
 
 // The kernel for a job: one type's when every matrix has it, else the general one.
 MatvecFn matvec_for(const MatvecJob& job) {
@@ -305,6 +314,8 @@ __global__ void get_rows_kernel(const DevMat m, const Ids64 ids, float* __restri
 
 int64_t padded_cols(int64_t cols) { return (cols + kPadCols - 1) / kPadCols * kPadCols; }
 
+size_t g_smem_optin = 48 * 1024;  // the device's opt-in shared memory per block (configure())
+
 }  // namespace
 
 bool dev_supported(DType t) {
@@ -329,7 +340,13 @@ size_t dev_bytes(DType t, int64_t rows, int64_t cols) {
 }
 
 cudaError_t configure(int64_t max_cols) {
-  const size_t bytes = static_cast<size_t>(padded_cols(std::max<int64_t>(max_cols, 1))) * sizeof(float);
+  (void)max_cols;
+  // The whole opt-in shared memory: x of up to kMaxVecTok tokens (matvec_tokens()).
+  int dev = 0, optin = 0;
+  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
+  if (cudaError_t e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev); e != cudaSuccess) return e;
+  g_smem_optin = static_cast<size_t>(optin);
+  const size_t bytes = g_smem_optin;
   const MatvecFn all[] = {matvec_kernel<DotAny>,
                           matvec_kernel<DotOf<UnitF32>>,
                           matvec_kernel<DotOf<Unit16<false>>>,
@@ -346,7 +363,12 @@ cudaError_t configure(int64_t max_cols) {
   return cudaSuccess;
 }
 
-cudaError_t matvec(const MatvecJob& job, const float* x, cudaStream_t s) {
+bool matvec_tokens(int64_t n_tok, int64_t cols) {
+  return n_tok >= 1 && n_tok <= kMaxVecTok &&
+         static_cast<size_t>(n_tok * padded_cols(cols)) * sizeof(float) <= std::min<size_t>(g_smem_optin, 128 * 1024);
+}
+
+cudaError_t matvec(const MatvecJob& job, const float* x, int64_t n_tok, cudaStream_t s) {
   const int64_t cols = job.m[0].cols, padded = padded_cols(cols);
   int64_t total = 0;
   if (job.swiglu) {
@@ -359,8 +381,8 @@ cudaError_t matvec(const MatvecJob& job, const float* x, cudaStream_t s) {
   const int64_t warps_wanted = 132 * 64 * 2;
   const int rpw = static_cast<int>(std::clamp<int64_t>(total / warps_wanted, 1, 4));
   const int64_t blocks = (total + kWarps * rpw - 1) / (kWarps * rpw);
-  matvec_for(job)<<<static_cast<unsigned>(blocks), kWarps * 32, static_cast<size_t>(padded) * sizeof(float), s>>>(
-      job, x, cols, padded, total, rpw);
+  matvec_for(job)<<<static_cast<unsigned>(blocks), kWarps * 32, static_cast<size_t>(n_tok * padded) * sizeof(float), s>>>(
+      job, x, cols, padded, total, rpw, static_cast<int>(n_tok));
   return cudaGetLastError();
 }
 
