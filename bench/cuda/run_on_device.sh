@@ -71,11 +71,10 @@ logits_filter() {
 }
 
 device() {
-  # Logs in one folder, packed into $OUT/logs.tgz on exit (the tool returns
-  # at most 8 files).
-  local out=/tmp/laya-cuda-out steps="${STEPS:-tests logits bench sanitize}"
-  rm -rf "$out" && mkdir -p "$out" pkg || return 1
-  trap 'tar -C /tmp -czf "${OUT:-$PWD}/logs.tgz" laya-cuda-out' EXIT
+  # Five log files in $OUT (the tool returns at most 8, and what is there when
+  # a command is stopped at its time limit).
+  local out="${OUT:-$PWD/out}" steps="${STEPS:-tests logits bench sanitize}"
+  mkdir -p "$out" pkg || return 1
   zstd -q -d -c bin.tar.zst | tar -C pkg -xf - || return 1
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
   export LD_LIBRARY_PATH="$PWD/pkg/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -87,32 +86,33 @@ device() {
   "$tests" --gtest_list_tests >/dev/null || return 1
   if [[ " $steps " == *" tests "* ]]; then
     echo "== conformance suite through cuda"
-    timeout 300 "$tests" --gtest_filter='*BackendConformance*cuda*' >"$out/conformance.log" 2>&1
+    timeout "${TESTS_S:-200}" "$tests" --gtest_filter='*BackendConformance*cuda*' >"$out/conformance.log" 2>&1
     echo "rc $?"; grep -E '^\[ +(measure|PASSED|FAILED|SKIPPED) ' "$out/conformance.log" | grep -v ' OK ' | tail -60
   fi
   if [[ " $steps " == *" logits "* ]]; then
     echo "== reference-model logits through the engine on cuda"
-    LAYA_TEST_BACKEND=cuda LAYA_FIXTURES="$PWD/fx" timeout 300 "$tests" --gtest_filter="$(logits_filter)" >"$out/logits.log" 2>&1
+    LAYA_TEST_BACKEND=cuda LAYA_FIXTURES="$PWD/fx" timeout "${LOGITS_S:-150}" "$tests" --gtest_filter="$(logits_filter)" >"$out/logits.log" 2>&1
     echo "rc $?"; grep -E '^\[ +(measure|PASSED|FAILED|SKIPPED) ' "$out/logits.log" | tail -40
   fi
   if [[ " $steps " == *" bench "* ]]; then
     echo "== decode on random-weight llama-3.2-1b"
     local t
     for t in ${TYPES:-BF16 Q8_0}; do
-      "$laya" mkmodel --preset llama-3.2-1b --type "$t" -o "/tmp/llama-1b-$t.gguf" -q || continue
+      [ -f "/tmp/llama-1b-$t.gguf" ] || timeout 120 "$laya" mkmodel --preset llama-3.2-1b --type "$t" -o "/tmp/llama-1b-$t.gguf" -q || continue
       ls -la "/tmp/llama-1b-$t.gguf"
       # Decode steps replayed as CUDA graphs (the default), then issued op by op.
       local g
-      for g in 1 0; do
-        LAYA_CUDA_GRAPHS=$g "$laya" bench -m "/tmp/llama-1b-$t.gguf" --backend cuda -p 512 -n 256 --warmup 32 --json \
-          --steps-out "$out/steps-$t-g$g.txt" >"$out/bench-$t-g$g.json" 2>"$out/bench-$t-g$g.err"
-        echo "rc $? $t graphs=$g"; cat "$out/bench-$t-g$g.json"; head -5 "$out/bench-$t-g$g.err"
+      for g in ${GRAPHS:-1 0}; do
+        echo "-- $t graphs=$g" >>"$out/bench.log"
+        LAYA_CUDA_GRAPHS=$g timeout "${BENCH_S:-90}" "$laya" bench -m "/tmp/llama-1b-$t.gguf" --backend cuda -p 512 -n 256 \
+          --warmup 32 --json >>"$out/bench.log" 2>&1
+        echo "rc $? $t graphs=$g"; tail -n 3 "$out/bench.log"
       done
     done
   fi
   if [[ " $steps " == *" sanitize "* ]]; then
     echo "== compute-sanitizer memcheck (ops, KV, memory; the Q4_K and BF16 weight cases)"
-    timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$tests" \
+    timeout "${SANITIZE_S:-200}" compute-sanitizer --tool memcheck --error-exitcode 9 "$tests" \
       --gtest_filter='*BackendConformance.*/cuda:*BackendConformanceWeights.*/cuda_Q4_K:*BackendConformanceWeights.*/cuda_BF16' \
       >"$out/memcheck.log" 2>&1
     echo "rc $?"; grep -E 'ERROR SUMMARY|PASSED|FAILED|Error' "$out/memcheck.log" | head -20
