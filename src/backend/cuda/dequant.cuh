@@ -113,13 +113,13 @@ __device__ inline void deq32(const DevMat& m, int64_t r, int64_t g, float* out) 
       }
       return;
     }
-    case DType::Q6_K: {
-      const uint8_t* b = row + (g / 8) * 210;
+    case DType::Q6_K: {  // split on the device: 208-byte bodies, fp16 scales apart (kernels.h)
+      const uint8_t* b = row + (g / 8) * 208;
       const int n = static_cast<int>((g % 8) / 4), qd = static_cast<int>(g % 4);
       const uint8_t* ql = b + 64 * n + ((qd & 1) ? 32 : 0);
       const uint8_t* qh = b + 128 + 32 * n;
       const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192) + 8 * n + 2 * qd;
-      const float d = h2f(ld16(b + 208));
+      const float d = h2f(m.scales[static_cast<size_t>(r) * static_cast<size_t>(m.cols / 256) + g / 8]);
       const int shift = qd >= 2 ? 4 : 0;
       for (int l = 0; l < 32; ++l) {
         const int q = static_cast<int>(((ql[l] >> shift) & 0x0F) | (((qh[l] >> (2 * qd)) & 3) << 4)) - 32;

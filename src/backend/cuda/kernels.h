@@ -9,6 +9,8 @@
 //   - Q8_0 is split into its int8 values (rows x cols bytes, 16-byte aligned
 //     rows) and its fp16 scales (rows x cols/32): the file's 34-byte blocks
 //     allow only 2-byte loads.
+//   - Q6_K likewise: each 210-byte block's first 208 bytes (ql, qh, scales) in
+//     rows, its fp16 d in `scales` (rows x cols/256).
 // Q4_K (144-byte) and Q5_K (176-byte) blocks are already 16-byte multiples.
 #pragma once
 
@@ -25,7 +27,7 @@ struct DevMat {
   DType type = DType::F32;
   int64_t rows = 0, cols = 0;
   const uint8_t* data = nullptr;     // rows of `stride` bytes (Q8_0: the int8 values)
-  const uint16_t* scales = nullptr;  // Q8_0 only: fp16 scale of each 32 values, (rows, cols / 32)
+  const uint16_t* scales = nullptr;  // Q8_0: fp16 scale of each 32 values, (rows, cols / 32); Q6_K: d of each block
   size_t stride = 0;
 };
 

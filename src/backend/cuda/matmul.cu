@@ -139,7 +139,46 @@ struct UnitK {
   }
 };
 
-struct UnitGeneric {  // 32 values through deq32 (byte loads): Q4_0, Q4_1, Q5_0, Q5_1, Q6_K
+// Q6_K (split on the device): one 32-value group of a block, n = half, qd =
+// quarter: 32 bytes of low bits, 32 of high bits, two int8 scales, the fp16 d.
+struct UnitQ6 {
+  struct Raw {
+    uint4 l0, l1, h0, h1;
+    uint16_t sc, d;
+  };
+  static __device__ int64_t units(int64_t cols) { return cols / 32; }
+  static __device__ Raw load(const DevMat& m, int64_t r, int64_t u) {
+    const int g = static_cast<int>(u % 8), n = g / 4, qd = g % 4;
+    const uint8_t* b = m.data + static_cast<size_t>(r) * m.stride + (u / 8) * 208;
+    const uint4* ql = reinterpret_cast<const uint4*>(b + 64 * n + 32 * (qd & 1));
+    const uint4* qh = reinterpret_cast<const uint4*>(b + 128 + 32 * n);
+    Raw w;
+    w.l0 = __ldg(ql);
+    w.l1 = __ldg(ql + 1);
+    w.h0 = __ldg(qh);
+    w.h1 = __ldg(qh + 1);
+    w.sc = __ldg(reinterpret_cast<const uint16_t*>(b + 192 + 8 * n + 2 * qd));
+    w.d = __ldg(m.scales + static_cast<size_t>(r) * static_cast<size_t>(m.cols / 256) + u / 8);
+    return w;
+  }
+  static __device__ float dot(const Raw& w, const DevMat&, int64_t, int64_t u, const float* xs) {
+    const int g = static_cast<int>(u % 8), n = g / 4, qd = g % 4, shift = qd >= 2 ? 4 : 0;
+    const float d = h2f(w.d);
+    const float s0 = d * static_cast<float>(static_cast<int8_t>(w.sc & 0xff));
+    const float s1 = d * static_cast<float>(static_cast<int8_t>(w.sc >> 8));
+    const float* x = xs + (u / 8) * 256 + 128 * n + 32 * qd;
+    float s = 0.f;
+#pragma unroll
+    for (int l = 0; l < 32; ++l) {
+      const int lb = byte_at(l < 16 ? w.l0 : w.l1, l & 15), hb = byte_at(l < 16 ? w.h0 : w.h1, l & 15);
+      const int q = (((lb >> shift) & 0x0F) | (((hb >> (2 * qd)) & 3) << 4)) - 32;
+      s += (l < 16 ? s0 : s1) * static_cast<float>(q) * x[l];
+    }
+    return s;
+  }
+};
+
+struct UnitGeneric {  // 32 values through deq32 (byte loads): Q4_0, Q4_1, Q5_0, Q5_1
   using Raw = int;
   static __device__ int64_t units(int64_t cols) { return (cols + 31) / 32; }
   static __device__ Raw load(const DevMat&, int64_t, int64_t) { return 0; }
@@ -178,6 +217,7 @@ __device__ float row_dot_any(const DevMat& m, int64_t r, const float* xs, int la
     case DType::Q8_0: return row_dot<UnitQ8>(m, r, xs, lane);
     case DType::Q4_K: return row_dot<UnitK<false>>(m, r, xs, lane);
     case DType::Q5_K: return row_dot<UnitK<true>>(m, r, xs, lane);
+    case DType::Q6_K: return row_dot<UnitQ6>(m, r, xs, lane);
     default: return row_dot<UnitGeneric>(m, r, xs, lane);
   }
 }
@@ -241,6 +281,7 @@ MatvecFn matvec_for(const MatvecJob& job) {
     case DType::Q8_0: return matvec_kernel<DotOf<UnitQ8>>;
     case DType::Q4_K: return matvec_kernel<DotOf<UnitK<false>>>;
     case DType::Q5_K: return matvec_kernel<DotOf<UnitK<true>>>;
+    case DType::Q6_K: return matvec_kernel<DotOf<UnitQ6>>;
     default: return matvec_kernel<DotOf<UnitGeneric>>;
   }
 }
@@ -328,6 +369,7 @@ bool dev_supported(DType t) {
 
 size_t dev_stride(DType t, int64_t cols) {
   if (t == DType::Q8_0) return static_cast<size_t>(cols);
+  if (t == DType::Q6_K) return static_cast<size_t>(cols / 256) * 208;
   const size_t rb = row_bytes(t, cols);
   if (t == DType::F32 || t == DType::F16 || t == DType::BF16) return (rb + 15) / 16 * 16;
   return rb;
@@ -335,8 +377,9 @@ size_t dev_stride(DType t, int64_t cols) {
 
 size_t dev_bytes(DType t, int64_t rows, int64_t cols) {
   const size_t body = dev_stride(t, cols) * static_cast<size_t>(rows);
-  if (t != DType::Q8_0) return body;
-  return body + static_cast<size_t>(rows) * static_cast<size_t>(cols / 32) * 2;
+  if (t == DType::Q8_0) return body + static_cast<size_t>(rows) * static_cast<size_t>(cols / 32) * 2;
+  if (t == DType::Q6_K) return body + static_cast<size_t>(rows) * static_cast<size_t>(cols / 256) * 2;
+  return body;
 }
 
 cudaError_t configure(int64_t max_cols) {
@@ -354,6 +397,7 @@ cudaError_t configure(int64_t max_cols) {
                           matvec_kernel<DotOf<UnitQ8>>,
                           matvec_kernel<DotOf<UnitK<false>>>,
                           matvec_kernel<DotOf<UnitK<true>>>,
+                          matvec_kernel<DotOf<UnitQ6>>,
                           matvec_kernel<DotOf<UnitGeneric>>};
   for (MatvecFn f : all) {
     const cudaError_t e =
