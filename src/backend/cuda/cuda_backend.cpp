@@ -47,6 +47,7 @@ Result<std::unique_ptr<Backend>> CudaBackend::create(const BackendOptions& opt, 
   LAYA_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&lo, &hi), "cudaDeviceGetStreamPriorityRange");
   LAYA_CUDA_TRY(cudaStreamCreateWithPriority(&be->stream_, cudaStreamNonBlocking, hi), "cudaStreamCreateWithPriority");
   LAYA_CUDA_TRY(cuda::configure(lim.max_cols), "configuring the kernels for rows of {} values", lim.max_cols);
+  LAYA_CUDA_TRY(cuda::configure_attention(), "configuring the attention kernels");
   // Block tables of up to max_ctx positions in blocks of at least 16.
   be->ids_cap_ = std::max<int64_t>(lim.max_ctx / 16 + 1, 64);
   LAYA_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&be->ids_dev_), static_cast<size_t>(be->ids_cap_) * sizeof(int32_t)),

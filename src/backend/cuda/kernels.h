@@ -97,5 +97,8 @@ cudaError_t kv_store(const KvArgs& kv, const float* k, const float* v, int64_t n
 cudaError_t attention(const KvArgs& kv, const float* q, int64_t n_tok, int64_t pos0, int64_t n_head, float scale,
                       float* out, const int64_t* dyn, cudaStream_t s);
 bool attention_supported(int64_t head_dim);
+// Raises the attention kernels' shared-memory limits (head_dim 256 needs
+// more than the default 48 KB). Call once per device.
+cudaError_t configure_attention();
 
 }  // namespace laya::cuda

@@ -149,11 +149,11 @@ __device__ __forceinline__ float v_at(const KvArgs& kv, const uint8_t* vs, int64
   return reinterpret_cast<const float*>(vs)[slot * hd + i];
 }
 
-constexpr int kAttnWarps = 4;
+constexpr int kAttnWarps = 8;  // a decode step has one block per KV head: its warps are the parallelism
 constexpr int kMaxG = 8;  // query heads per block (a larger GQA group takes several blocks)
 
 // One block per (token, KV head, up to 8 query heads of its group). Each warp
-// takes every 4th chunk of 16 positions with an online softmax: lanes 0-15 and
+// takes every 8th chunk of 16 positions with an online softmax: lanes 0-15 and
 // 16-31 hold the two halves of the dims of the chunk's 16 positions for the
 // scores; for the values, lane l holds dims l, l + 32, ... (ND = head_dim / 32).
 // The warps' partial results are merged through shared memory at the end.
@@ -255,12 +255,17 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const KvArgs
 }
 
 template <int ND>
+constexpr size_t attention_smem() {
+  return (kMaxG * ND * 32 * (1 + kAttnWarps) + kAttnWarps * kMaxG * 2) * sizeof(float);
+}
+
+template <int ND>
 cudaError_t launch_attention(const KvArgs& kv, const float* q, int64_t n_tok, int64_t pos0, int64_t n_head, float scale,
                              float* out, const int64_t* dyn, cudaStream_t s) {
   const int64_t group = n_head / kv.n_head_kv;
   const dim3 grid(static_cast<unsigned>(n_tok), static_cast<unsigned>(kv.n_head_kv),
                   static_cast<unsigned>((group + kMaxG - 1) / kMaxG));
-  const size_t smem = (kMaxG * ND * 32 * (1 + kAttnWarps) + kAttnWarps * kMaxG * 2) * sizeof(float);
+  const size_t smem = attention_smem<ND>();
   attention_kernel<ND><<<grid, kAttnWarps * 32, smem, s>>>(kv, q, pos0, n_head, group, scale, out, dyn);
   return cudaGetLastError();
 }
@@ -309,6 +314,18 @@ cudaError_t kv_store(const KvArgs& kv, const float* k, const float* v, int64_t n
     kv_store_kernel<<<blocks_for(n_tok * kv.n_head_kv * kv.head_dim, 256), 256, 0, s>>>(kv, k, v, n_tok, pos0, dyn);
   }
   return cudaGetLastError();
+}
+
+cudaError_t configure_attention() {
+  const cudaError_t e[] = {
+      cudaFuncSetAttribute(attention_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, attention_smem<1>()),
+      cudaFuncSetAttribute(attention_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, attention_smem<2>()),
+      cudaFuncSetAttribute(attention_kernel<3>, cudaFuncAttributeMaxDynamicSharedMemorySize, attention_smem<3>()),
+      cudaFuncSetAttribute(attention_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, attention_smem<4>()),
+      cudaFuncSetAttribute(attention_kernel<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, attention_smem<8>())};
+  for (cudaError_t x : e)
+    if (x != cudaSuccess) return x;
+  return cudaSuccess;
 }
 
 bool attention_supported(int64_t hd) { return hd == 32 || hd == 64 || hd == 96 || hd == 128 || hd == 256; }
