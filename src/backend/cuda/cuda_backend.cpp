@@ -121,42 +121,15 @@ Status CudaBackend::upload_tensor(const Tensor& t, uint8_t* dst, cuda::DevMat* o
   m.cols = cols;
   m.data = dst;
   m.stride = cuda::dev_stride(t.type, cols);
-  const size_t file_stride = t.row_stride(), bytes = cuda::dev_bytes(t.type, rows, cols);
-  if (t.type == DType::Q8_0) {
-    // Split the 34-byte blocks: int8 values first, then the fp16 scales.
-    std::vector<uint8_t> host(bytes);
-    const size_t nb = static_cast<size_t>(cols / 32);
-    uint8_t* scales = host.data() + static_cast<size_t>(rows) * m.stride;
-    for (int64_t r = 0; r < rows; ++r) {
-      const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(t.row(r));
-      for (size_t k = 0; k < nb; ++k) {
-        std::memcpy(host.data() + static_cast<size_t>(r) * m.stride + k * 32, b[k].qs, 32);
-        std::memcpy(scales + (static_cast<size_t>(r) * nb + k) * 2, &b[k].d, 2);
-      }
-    }
+  if (cuda::dev_scales_bytes(t.type, rows, cols) > 0)
     m.scales = reinterpret_cast<const uint16_t*>(dst + static_cast<size_t>(rows) * m.stride);
-    LAYA_CUDA_TRY(cudaMemcpy(dst, host.data(), bytes, cudaMemcpyHostToDevice), "upload of {} ({} bytes)", t.name, bytes);
-  } else if (t.type == DType::Q6_K) {
-    // The 210-byte blocks' first 208 bytes in rows (16-byte loads), d apart.
-    std::vector<uint8_t> host(bytes);
-    const size_t nb = static_cast<size_t>(cols / 256);
-    uint8_t* ds = host.data() + static_cast<size_t>(rows) * m.stride;
-    for (int64_t r = 0; r < rows; ++r) {
-      const BlockQ6_K* b = reinterpret_cast<const BlockQ6_K*>(t.row(r));
-      for (size_t k = 0; k < nb; ++k) {
-        std::memcpy(host.data() + static_cast<size_t>(r) * m.stride + k * 208, &b[k], 208);
-        std::memcpy(ds + (static_cast<size_t>(r) * nb + k) * 2, &b[k].d, 2);
-      }
-    }
-    m.scales = reinterpret_cast<const uint16_t*>(dst + static_cast<size_t>(rows) * m.stride);
-    LAYA_CUDA_TRY(cudaMemcpy(dst, host.data(), bytes, cudaMemcpyHostToDevice), "upload of {} ({} bytes)", t.name, bytes);
-  } else if (m.stride != file_stride) {
-    // Float rows padded to 16 bytes with zeros (the decode kernel's 16-byte loads).
-    std::vector<uint8_t> host(bytes, 0);
-    for (int64_t r = 0; r < rows; ++r) std::memcpy(host.data() + static_cast<size_t>(r) * m.stride, t.row(r), file_stride);
-    LAYA_CUDA_TRY(cudaMemcpy(dst, host.data(), bytes, cudaMemcpyHostToDevice), "upload of {} ({} bytes)", t.name, bytes);
-  } else {
+  const size_t bytes = cuda::dev_bytes(t.type, rows, cols);
+  if (cuda::dev_same_as_file(t.type, cols)) {
     LAYA_CUDA_TRY(cudaMemcpy(dst, t.data, bytes, cudaMemcpyHostToDevice), "upload of {} ({} bytes)", t.name, bytes);
+  } else {
+    std::vector<uint8_t> host(bytes);
+    cuda::pack_rows(t.type, rows, cols, t.data, host.data());
+    LAYA_CUDA_TRY(cudaMemcpy(dst, host.data(), bytes, cudaMemcpyHostToDevice), "upload of {} ({} bytes)", t.name, bytes);
   }
   *out = m;
   return Status::Ok();

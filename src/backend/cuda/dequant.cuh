@@ -6,14 +6,44 @@
 // fast paths are checked against (through the conformance suite).
 #pragma once
 
+#if defined(LAYA_CUDA_HOST_CHECK)
+// A host build of the device code (tests/cuda/units_host_check.cpp): the
+// few CUDA names it uses, on the CPU.
+#include <cstring>
+
+#include "core/dtype.h"
+#include "core/fp16.h"
+#define __device__
+#define __forceinline__ inline
+struct uint4 { uint32_t x, y, z, w; };
+struct float4 { float x, y, z, w; };
+template <class T>
+T __ldg(const T* p) { return *p; }
+inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+namespace laya::cuda {
+struct DevMat {
+  DType type = DType::F32;
+  int64_t rows = 0, cols = 0;
+  const uint8_t* data = nullptr;
+  const uint16_t* scales = nullptr;
+  size_t stride = 0;
+};
+inline float h2f(uint16_t h) { return fp16_to_f32(h); }
+inline float bf2f(uint16_t h) { return bf16_to_f32(h); }
+}  // namespace laya::cuda
+#else
 #include <cuda_fp16.h>
 
 #include "backend/cuda/kernels.h"
 
 namespace laya::cuda {
-
 __device__ __forceinline__ float h2f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
 __device__ __forceinline__ float bf2f(uint16_t h) { return __uint_as_float(static_cast<uint32_t>(h) << 16); }
+}  // namespace laya::cuda
+#endif
+
+namespace laya::cuda {
+
 __device__ __forceinline__ uint16_t ld16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 __device__ __forceinline__ uint32_t ld32(const uint8_t* p) {
   return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |

@@ -19,6 +19,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "backend/cuda/layout.h"
 #include "core/dtype.h"
 
 namespace laya::cuda {
@@ -31,12 +32,6 @@ struct DevMat {
   size_t stride = 0;
 };
 
-// Bytes a DevMat of this type and shape takes on the device.
-size_t dev_bytes(DType type, int64_t rows, int64_t cols);
-// Row stride on the device (float types padded to 16 bytes).
-size_t dev_stride(DType type, int64_t cols);
-// True for the types the kernels read.
-bool dev_supported(DType type);
 
 // Up to three matrices over one input vector in one launch (decode, n_tok 1).
 // swiglu: m[0] is the gate, m[1] the up matrix (same shape): y[0] receives the
