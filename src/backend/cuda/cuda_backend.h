@@ -9,8 +9,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include <cuda_runtime_api.h>
-
 #include "backend/backend.h"
 #include "backend/cuda/kernels.h"
 

@@ -32,7 +32,13 @@ inline float h2f(uint16_t h) { return fp16_to_f32(h); }
 inline float bf2f(uint16_t h) { return bf16_to_f32(h); }
 }  // namespace laya::cuda
 #else
+#if !defined(LAYA_CUDA_EMULATE)
 #include <cuda_fp16.h>
+// A launch and a kernel's dynamic shared memory, spelled so that the
+// emulation (emulate.h) can give them another meaning.
+#define LAYA_LAUNCH(k, g, b, sm, st) k<<<g, b, sm, st>>>
+#define LAYA_DYNAMIC_SHARED(T, name) extern __shared__ T name[]
+#endif
 
 #include "backend/cuda/kernels.h"
 

@@ -17,7 +17,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#if defined(LAYA_CUDA_EMULATE)
+#include "backend/cuda/emulate.h"
+#else
 #include <cuda_runtime_api.h>
+#endif
 
 #include "backend/cuda/layout.h"
 #include "core/dtype.h"

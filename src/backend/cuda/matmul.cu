@@ -66,7 +66,7 @@ template <class D>
 __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const MatvecJob job, const float* __restrict__ x,
                                                              int64_t cols, int64_t padded, int64_t total, int rpw,
                                                              int n_tok) {
-  extern __shared__ float xs[];
+  LAYA_DYNAMIC_SHARED(float, xs);
   for (int t = 0; t < n_tok; ++t)
     for (int64_t i = threadIdx.x; i < padded; i += blockDim.x) xs[t * padded + i] = i < cols ? x[t * cols + i] : 0.f;
   __syncthreads();
@@ -228,14 +228,14 @@ cudaError_t matvec(const MatvecJob& job, const float* x, int64_t n_tok, cudaStre
   const int64_t warps_wanted = 132 * 64 * 2;
   const int rpw = static_cast<int>(std::clamp<int64_t>(total / warps_wanted, 1, 4));
   const int64_t blocks = (total + kWarps * rpw - 1) / (kWarps * rpw);
-  matvec_for(job)<<<static_cast<unsigned>(blocks), kWarps * 32, static_cast<size_t>(n_tok * padded) * sizeof(float), s>>>(
+  LAYA_LAUNCH(matvec_for(job), static_cast<unsigned>(blocks), kWarps * 32, static_cast<size_t>(n_tok * padded) * sizeof(float), s)(
       job, x, cols, padded, total, rpw, static_cast<int>(n_tok));
   return cudaGetLastError();
 }
 
 cudaError_t gemm(const DevMat& m, const float* x, int64_t n_tok, float* y, cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>((m.rows + kTR - 1) / kTR), static_cast<unsigned>((n_tok + kTT - 1) / kTT));
-  gemm_kernel<<<grid, 256, 0, s>>>(m, x, n_tok, y);
+  LAYA_LAUNCH(gemm_kernel, grid, 256, 0, s)(m, x, n_tok, y);
   return cudaGetLastError();
 }
 
@@ -244,7 +244,7 @@ cudaError_t get_rows(const DevMat& m, const int32_t* ids, int64_t n, float* out,
     Ids64 chunk{};
     const int64_t k = std::min<int64_t>(64, n - i);
     for (int64_t j = 0; j < k; ++j) chunk.v[j] = ids[i + j];
-    get_rows_kernel<<<static_cast<unsigned>(k), 128, 0, s>>>(m, chunk, out + i * m.cols, dyn);
+    LAYA_LAUNCH(get_rows_kernel, static_cast<unsigned>(k), 128, 0, s)(m, chunk, out + i * m.cols, dyn);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
   return cudaSuccess;

@@ -163,7 +163,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const KvArgs
                                                                     float* out, const int64_t* dyn) {
   const int64_t pos0 = dyn ? dyn[1] : pos0_arg;
   constexpr int HD = ND * 32;
-  extern __shared__ float sm[];
+  LAYA_DYNAMIC_SHARED(float, sm);
   float* qs = sm;                             // [kMaxG][HD]
   float* part = qs + kMaxG * HD;              // [kAttnWarps][kMaxG][HD]
   float* ml = part + kAttnWarps * kMaxG * HD;  // [kAttnWarps][kMaxG][2]
@@ -266,7 +266,7 @@ cudaError_t launch_attention(const KvArgs& kv, const float* q, int64_t n_tok, in
   const dim3 grid(static_cast<unsigned>(n_tok), static_cast<unsigned>(kv.n_head_kv),
                   static_cast<unsigned>((group + kMaxG - 1) / kMaxG));
   const size_t smem = attention_smem<ND>();
-  attention_kernel<ND><<<grid, kAttnWarps * 32, smem, s>>>(kv, q, pos0, n_head, group, scale, out, dyn);
+  LAYA_LAUNCH(attention_kernel<ND>, grid, kAttnWarps * 32, smem, s)(kv, q, pos0, n_head, group, scale, out, dyn);
   return cudaGetLastError();
 }
 
@@ -274,25 +274,25 @@ cudaError_t launch_attention(const KvArgs& kv, const float* q, int64_t n_tok, in
 
 cudaError_t rms_norm(const float* x, const float* w, int64_t n_rows, int64_t n, float eps, float* out, cudaStream_t s) {
   if (n_rows == 0) return cudaSuccess;
-  rms_norm_kernel<<<static_cast<unsigned>(n_rows), n >= 1024 ? 256 : 64, 0, s>>>(x, w, n, eps, out);
+  LAYA_LAUNCH(rms_norm_kernel, static_cast<unsigned>(n_rows), n >= 1024 ? 256 : 64, 0, s)(x, w, n, eps, out);
   return cudaGetLastError();
 }
 
 cudaError_t add_bias(float* y, const float* b, int64_t n_rows, int64_t n, cudaStream_t s) {
   if (n_rows * n == 0) return cudaSuccess;
-  add_bias_kernel<<<blocks_for(n_rows * n, 256), 256, 0, s>>>(y, b, n_rows, n);
+  LAYA_LAUNCH(add_bias_kernel, blocks_for(n_rows * n, 256), 256, 0, s)(y, b, n_rows, n);
   return cudaGetLastError();
 }
 
 cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
-  add_kernel<<<blocks_for(n, 256), 256, 0, s>>>(y, x, n);
+  LAYA_LAUNCH(add_kernel, blocks_for(n, 256), 256, 0, s)(y, x, n);
   return cudaGetLastError();
 }
 
 cudaError_t silu_mul(const float* gate, float* out, int64_t n, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
-  silu_mul_kernel<<<blocks_for(n, 256), 256, 0, s>>>(gate, out, n);
+  LAYA_LAUNCH(silu_mul_kernel, blocks_for(n, 256), 256, 0, s)(gate, out, n);
   return cudaGetLastError();
 }
 
@@ -300,7 +300,7 @@ cudaError_t rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, int
                  const float* sin, int64_t half, bool interleaved, const int64_t* dyn, cudaStream_t s) {
   const int64_t n = n_tok * n_heads * (head_dim / 2);
   if (n == 0) return cudaSuccess;
-  rope_kernel<<<blocks_for(n, 256), 256, 0, s>>>(x, n_tok, n_heads, head_dim, pos0, cos, sin, half, interleaved, dyn);
+  LAYA_LAUNCH(rope_kernel, blocks_for(n, 256), 256, 0, s)(x, n_tok, n_heads, head_dim, pos0, cos, sin, half, interleaved, dyn);
   return cudaGetLastError();
 }
 
@@ -309,9 +309,9 @@ cudaError_t kv_store(const KvArgs& kv, const float* k, const float* v, int64_t n
   if (n_tok == 0) return cudaSuccess;
   if (kv.type == DType::Q8_0) {
     const int64_t threads = n_tok * kv.n_head_kv * (kv.head_dim / 32) * 32;
-    kv_store_q8_kernel<<<blocks_for(threads, 256), 256, 0, s>>>(kv, k, v, n_tok, pos0, dyn);
+    LAYA_LAUNCH(kv_store_q8_kernel, blocks_for(threads, 256), 256, 0, s)(kv, k, v, n_tok, pos0, dyn);
   } else {
-    kv_store_kernel<<<blocks_for(n_tok * kv.n_head_kv * kv.head_dim, 256), 256, 0, s>>>(kv, k, v, n_tok, pos0, dyn);
+    LAYA_LAUNCH(kv_store_kernel, blocks_for(n_tok * kv.n_head_kv * kv.head_dim, 256), 256, 0, s)(kv, k, v, n_tok, pos0, dyn);
   }
   return cudaGetLastError();
 }
