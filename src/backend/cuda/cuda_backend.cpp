@@ -53,6 +53,14 @@ Result<std::unique_ptr<Backend>> CudaBackend::create(const BackendOptions& opt, 
   LAYA_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&be->ids_dev_), static_cast<size_t>(be->ids_cap_) * sizeof(int32_t)),
                 "cudaMalloc of the block table ({} entries)", be->ids_cap_);
   LAYA_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&be->step_dev_), 2 * sizeof(int64_t)), "cudaMalloc of the step arguments");
+  // Up to 32 splits of up to max_cols / 32 heads of head_dim values (q_dim <= max_cols).
+  be->split_scratch_floats_ = 32 * (static_cast<size_t>(lim.max_cols) + 2 * static_cast<size_t>(lim.max_cols / 32 + 8));
+  be->split_counters_n_ = static_cast<size_t>(lim.max_cols / 32 + 64);
+  LAYA_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&be->split_scratch_), be->split_scratch_floats_ * sizeof(float)),
+                "cudaMalloc of the attention split scratch");
+  LAYA_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&be->split_counters_), be->split_counters_n_ * sizeof(int)),
+                "cudaMalloc of the attention split counters");
+  LAYA_CUDA_TRY(cudaMemset(be->split_counters_, 0, be->split_counters_n_ * sizeof(int)), "zeroing the split counters");
   const char* g = std::getenv("LAYA_CUDA_GRAPHS");
   be->use_graphs_ = !(g && std::strcmp(g, "0") == 0);
   return std::unique_ptr<Backend>(std::move(be));
@@ -62,6 +70,8 @@ CudaBackend::~CudaBackend() {
   if (stream_) cudaStreamSynchronize(stream_);
   drop_graphs();
   if (step_dev_) cudaFree(step_dev_);
+  if (split_scratch_) cudaFree(split_scratch_);
+  if (split_counters_) cudaFree(split_counters_);
   for (void* p : weight_mem_) cudaFree(p);
   if (ids_dev_) cudaFree(ids_dev_);
   if (stream_) cudaStreamDestroy(stream_);
@@ -328,10 +338,24 @@ Status CudaBackend::attention(const KvLayerView& kv, const float* q, int64_t n_t
                   fmt::format("cuda attention: head_dim {} (supported: 32, 64, 96, 128, 256)", s.head_dim));
   }
   LAYA_ASSIGN_OR_RETURN(const cuda::KvArgs a, kv_args(kv, "attention"));
-  LAYA_CUDA_TRY(cuda::attention(a, q, n_tok, pos0, s.n_head, s.scale, out, n_tok == 1 ? dyn() : nullptr, stream_),
+  LAYA_CUDA_TRY(cuda::attention(a, q, n_tok, pos0, s.n_head, s.scale, out, n_tok == 1 ? dyn() : nullptr,
+                                attention_split(s), stream_),
                 "attention {} tokens at {} ({} heads, {} KV heads, head_dim {}, {} cache)", n_tok, pos0, s.n_head,
                 s.n_head_kv, s.head_dim, dtype_name(a.type));
   return Status::Ok();
+}
+
+cuda::AttnSplit CudaBackend::attention_split(const AttentionShape& s) const {
+  // About 64 blocks for the step's attention: 8 KV heads split 8 ways, 2 split 32 ways.
+  cuda::AttnSplit sp;
+  const int64_t head_groups = s.n_head_kv * ((s.n_head / s.n_head_kv + 7) / 8);
+  int n = static_cast<int>(std::clamp<int64_t>(64 / std::max<int64_t>(head_groups, 1), 1, 32));
+  while (n > 1 && static_cast<size_t>(s.n_head * n * (s.head_dim + 2)) > split_scratch_floats_) n /= 2;
+  if (static_cast<size_t>(head_groups) > split_counters_n_) n = 1;
+  sp.n = n;
+  sp.scratch = split_scratch_;
+  sp.counters = split_counters_;
+  return sp;
 }
 
 // ---- decode-step graphs --------------------------------------------------------------------------

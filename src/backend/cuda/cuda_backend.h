@@ -77,6 +77,14 @@ class CudaBackend final : public Backend {
   int64_t ids_cap_ = 0;
   std::vector<int32_t> ids_host_;
 
+  // A decode step's attention split along the positions (cuda::AttnSplit):
+  // its partial results and per-group counters, sized from ForwardLimits.
+  float* split_scratch_ = nullptr;
+  int* split_counters_ = nullptr;
+  size_t split_scratch_floats_ = 0, split_counters_n_ = 0;
+  // The split for a decode step of this shape (n = 1 where it does not fit).
+  cuda::AttnSplit attention_split(const AttentionShape& s) const;
+
   // Decode-step graphs, by the logits buffer they end in (one per sequence;
   // every other buffer a step touches is the engine's and fixed).
   static constexpr size_t kMaxGraphs = 64;

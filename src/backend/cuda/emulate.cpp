@@ -27,7 +27,7 @@ struct Block {
   std::vector<Fiber> fibers;
   ucontext_t sched;
   int cur = 0, alive = 0;
-  dim3 block_idx, block_dim;
+  dim3 block_idx, block_dim, grid_dim;
   std::function<void()>* body = nullptr;
   std::vector<unsigned char> smem;
   // Block barrier and per-warp barriers: arrivals and generation.
@@ -114,6 +114,7 @@ void execute(dim3 grid, dim3 block, size_t smem, std::function<void()> body) {
   }
   for (size_t t = 0; t < n; ++t) g.fibers[t].idx = dim3(static_cast<unsigned>(t), 0, 0);
   g.block_dim = block;
+  g.grid_dim = grid;
   g.body = &body;
   g.smem.assign(smem, 0xFF);
   g.slots.assign(n, 0);
@@ -128,6 +129,7 @@ void execute(dim3 grid, dim3 block, size_t smem, std::function<void()> body) {
 const dim3& thread_idx() { return g.fibers[static_cast<size_t>(g.cur)].idx; }
 const dim3& block_idx() { return g.block_idx; }
 const dim3& block_dim() { return g.block_dim; }
+const dim3& grid_dim() { return g.grid_dim; }
 void* dynamic_shared() { return g.smem.data(); }
 
 void sync_block() {
@@ -208,6 +210,10 @@ cudaError_t cudaMalloc(void** p, size_t n) {
 }
 cudaError_t cudaFree(void* p) {
   std::free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaMemset(void* p, int v, size_t n) {
+  std::memset(p, v, n);
   return cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t) {

@@ -57,6 +57,7 @@ using cudaGraphExec_t = struct EmuGraph*;
 #define threadIdx (::laya::emu::thread_idx())
 #define blockIdx (::laya::emu::block_idx())
 #define blockDim (::laya::emu::block_dim())
+#define gridDim (::laya::emu::grid_dim())
 #define LAYA_LAUNCH(k, g, b, sm, st) (static_cast<void>(st), ::laya::emu::Launch{dim3(g), dim3(b), static_cast<size_t>(sm)} % (k))
 #define LAYA_DYNAMIC_SHARED(T, name) T* name = static_cast<T*>(::laya::emu::dynamic_shared())
 
@@ -65,6 +66,7 @@ namespace laya::emu {
 const dim3& thread_idx();
 const dim3& block_idx();
 const dim3& block_dim();
+const dim3& grid_dim();
 void sync_block();
 // Value `v` of lane `src` of the calling thread's warp (every lane calls it).
 uint64_t shuffle(uint64_t v, int src);
@@ -110,6 +112,16 @@ template <class T>
 T __shfl_sync(unsigned, T v, int src) {
   return laya::emu::from_bits<T>(laya::emu::shuffle(laya::emu::to_bits(v), src));
 }
+template <class T>
+T __ldcg(const T* p) {
+  return *p;
+}
+inline int atomicAdd(int* p, int v) {  // one fiber runs at a time
+  const int old = *p;
+  *p += v;
+  return old;
+}
+inline void __threadfence() {}
 inline float __int_as_float(int i) { return laya::emu::from_bits<float>(static_cast<uint32_t>(i)); }
 inline float __uint_as_float(unsigned u) { return laya::emu::from_bits<float>(u); }
 inline __half __ushort_as_half(uint16_t u) { return __half{u}; }
@@ -127,6 +139,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t s);
 cudaError_t cudaStreamSynchronize(cudaStream_t s);
 cudaError_t cudaMalloc(void** p, size_t n);
 cudaError_t cudaFree(void* p);
+cudaError_t cudaMemset(void* p, int v, size_t n);
 cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s);
 cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind k);
 cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind k, cudaStream_t st);

@@ -92,9 +92,17 @@ struct KvArgs {
 // values of a position.
 cudaError_t kv_store(const KvArgs& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0, const int64_t* dyn,
                      cudaStream_t s);
+// A decode step's attention split along the positions into n blocks per
+// head group: scratch holds n_head * n * (head_dim + 2) floats, counters one
+// zeroed int per (KV head, group of 8 query heads). n = 1: no split.
+struct AttnSplit {
+  int n = 1;
+  float* scratch = nullptr;
+  int* counters = nullptr;
+};
 // head_dim in {32, 64, 96, 128, 256}; any group size.
 cudaError_t attention(const KvArgs& kv, const float* q, int64_t n_tok, int64_t pos0, int64_t n_head, float scale,
-                      float* out, const int64_t* dyn, cudaStream_t s);
+                      float* out, const int64_t* dyn, const AttnSplit& split, cudaStream_t s);
 bool attention_supported(int64_t head_dim);
 // Raises the attention kernels' shared-memory limits (head_dim 256 needs
 // more than the default 48 KB). Call once per device.

@@ -149,6 +149,8 @@ __device__ __forceinline__ float v_at(const KvArgs& kv, const uint8_t* vs, int64
   return reinterpret_cast<const float*>(vs)[slot * hd + i];
 }
 
+__device__ __forceinline__ int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+
 constexpr int kAttnWarps = 8;  // a decode step has one block per KV head: its warps are the parallelism
 constexpr int kMaxG = 8;  // query heads per block (a larger GQA group takes several blocks)
 
@@ -157,17 +159,24 @@ constexpr int kMaxG = 8;  // query heads per block (a larger GQA group takes sev
 // 16-31 hold the two halves of the dims of the chunk's 16 positions for the
 // scores; for the values, lane l holds dims l, l + 32, ... (ND = head_dim / 32).
 // The warps' partial results are merged through shared memory at the end.
+//
+// A decode step (split.n > 1) also splits the positions across split.n
+// blocks per head group (a KV head alone keeps few SMs busy): each writes
+// its normalised partial output with its max and sum to split.scratch, and
+// the last block of the group to finish (a counter) merges them; it resets
+// the counter for the next launch (a replayed graph).
 template <int ND>
 __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const KvArgs kv, const float* q, int64_t pos0_arg,
                                                                     int64_t n_head, int64_t group, float scale,
-                                                                    float* out, const int64_t* dyn) {
+                                                                    float* out, const int64_t* dyn, AttnSplit split) {
   const int64_t pos0 = dyn ? dyn[1] : pos0_arg;
   constexpr int HD = ND * 32;
   LAYA_DYNAMIC_SHARED(float, sm);
   float* qs = sm;                             // [kMaxG][HD]
   float* part = qs + kMaxG * HD;              // [kAttnWarps][kMaxG][HD]
   float* ml = part + kAttnWarps * kMaxG * HD;  // [kAttnWarps][kMaxG][2]
-  const int64_t t = blockIdx.x, g = blockIdx.y, h0 = static_cast<int64_t>(blockIdx.z) * kMaxG;
+  const int sp = static_cast<int>(blockIdx.z) % split.n, hc = static_cast<int>(blockIdx.z) / split.n;
+  const int64_t t = blockIdx.x, g = blockIdx.y, h0 = static_cast<int64_t>(hc) * kMaxG;
   const int nh = static_cast<int>((group - h0 < kMaxG ? group - h0 : kMaxG));
   const int64_t first_head = t * n_head + g * group + h0;
   for (int i = threadIdx.x; i < nh * HD; i += blockDim.x) qs[i] = q[first_head * HD + i];
@@ -182,7 +191,9 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const KvArgs
 #pragma unroll
     for (int d = 0; d < ND; ++d) acc[h][d] = 0.f;
   }
-  for (int64_t c = warp; c < n_chunks; c += kAttnWarps) {
+  // This split's chunks (all of them without a split).
+  const int64_t per = (n_chunks + split.n - 1) / split.n, c_end = min_i64(n_chunks, (sp + 1) * per);
+  for (int64_t c = sp * per + warp; c < c_end; c += kAttnWarps) {
     const int64_t pos = c * kKvBlock, slot0 = pos % kv.block_pos;
     const uint8_t* ks = k_slice(kv, pos, g);
     const uint8_t* vs = v_slice(kv, pos, g);
@@ -250,8 +261,43 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const KvArgs
       num += part[(w * kMaxG + h) * HD + i] * f;
       den += ml[(w * kMaxG + h) * 2 + 1] * f;
     }
+    if (split.n == 1) {
+      out[(first_head + h) * HD + i] = num / den;
+      continue;
+    }
+    // [head][split]: max, sum, then the output normalised by this split's sum.
+    float* ps = split.scratch + ((first_head + h) * split.n + sp) * (HD + 2);
+    ps[2 + i] = den > 0.f ? num / den : 0.f;
+    if (i == 0) {
+      ps[0] = M;
+      ps[1] = den;
+    }
+  }
+  if (split.n == 1) return;
+  __shared__ int last;
+  __threadfence();  // this block's partials are visible before its count
+  __syncthreads();
+  int* counter = split.counters + (g * gridDim.z / split.n + hc);
+  if (threadIdx.x == 0) last = atomicAdd(counter, 1) == split.n - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int idx = threadIdx.x; idx < nh * HD; idx += blockDim.x) {
+    const int h = idx / HD, i = idx % HD;
+    const float* ps = split.scratch + (first_head + h) * split.n * (HD + 2);
+    float M = -INFINITY;
+    for (int k = 0; k < split.n; ++k) M = fmaxf(M, __ldcg(ps + k * (HD + 2)));
+    float num = 0.f, den = 0.f;
+    for (int k = 0; k < split.n; ++k) {
+      const float mk = __ldcg(ps + k * (HD + 2));
+      if (mk == -INFINITY) continue;  // a split with no positions
+      const float f = __ldcg(ps + k * (HD + 2) + 1) * expf(mk - M);
+      num += __ldcg(ps + k * (HD + 2) + 2 + i) * f;
+      den += f;
+    }
     out[(first_head + h) * HD + i] = num / den;
   }
+  if (threadIdx.x == 0) *counter = 0;
 }
 
 template <int ND>
@@ -261,12 +307,14 @@ constexpr size_t attention_smem() {
 
 template <int ND>
 cudaError_t launch_attention(const KvArgs& kv, const float* q, int64_t n_tok, int64_t pos0, int64_t n_head, float scale,
-                             float* out, const int64_t* dyn, cudaStream_t s) {
+                             float* out, const int64_t* dyn, const AttnSplit& split, cudaStream_t s) {
   const int64_t group = n_head / kv.n_head_kv;
+  AttnSplit sp = split;
+  if (n_tok != 1 || sp.n < 1) sp.n = 1;  // several tokens: a block per token already
   const dim3 grid(static_cast<unsigned>(n_tok), static_cast<unsigned>(kv.n_head_kv),
-                  static_cast<unsigned>((group + kMaxG - 1) / kMaxG));
+                  static_cast<unsigned>((group + kMaxG - 1) / kMaxG * sp.n));
   const size_t smem = attention_smem<ND>();
-  LAYA_LAUNCH(attention_kernel<ND>, grid, kAttnWarps * 32, smem, s)(kv, q, pos0, n_head, group, scale, out, dyn);
+  LAYA_LAUNCH(attention_kernel<ND>, grid, kAttnWarps * 32, smem, s)(kv, q, pos0, n_head, group, scale, out, dyn, sp);
   return cudaGetLastError();
 }
 
@@ -331,14 +379,14 @@ cudaError_t configure_attention() {
 bool attention_supported(int64_t hd) { return hd == 32 || hd == 64 || hd == 96 || hd == 128 || hd == 256; }
 
 cudaError_t attention(const KvArgs& kv, const float* q, int64_t n_tok, int64_t pos0, int64_t n_head, float scale,
-                      float* out, const int64_t* dyn, cudaStream_t s) {
+                      float* out, const int64_t* dyn, const AttnSplit& split, cudaStream_t s) {
   if (n_tok == 0) return cudaSuccess;
   switch (kv.head_dim) {
-    case 32: return launch_attention<1>(kv, q, n_tok, pos0, n_head, scale, out, dyn, s);
-    case 64: return launch_attention<2>(kv, q, n_tok, pos0, n_head, scale, out, dyn, s);
-    case 96: return launch_attention<3>(kv, q, n_tok, pos0, n_head, scale, out, dyn, s);
-    case 128: return launch_attention<4>(kv, q, n_tok, pos0, n_head, scale, out, dyn, s);
-    case 256: return launch_attention<8>(kv, q, n_tok, pos0, n_head, scale, out, dyn, s);
+    case 32: return launch_attention<1>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, s);
+    case 64: return launch_attention<2>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, s);
+    case 96: return launch_attention<3>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, s);
+    case 128: return launch_attention<4>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, s);
+    case 256: return launch_attention<8>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, s);
     default: return cudaErrorInvalidValue;
   }
 }
