@@ -154,6 +154,82 @@ __device__ __forceinline__ int64_t min_i64(int64_t a, int64_t b) { return a < b 
 constexpr int kAttnWarps = 8;  // a decode step has one block per KV head: its warps are the parallelism
 constexpr int kMaxG = 8;  // query heads per block (a larger GQA group takes several blocks)
 
+// One warp's online-softmax step over chunk c (16 positions) of KV head g for
+// the nh query heads in qs: m, l, acc are the warp's running max, sum and
+// output (lane l holds dims l, l + 32, ...).
+template <int ND>
+__device__ __forceinline__ void attend_chunk(const KvArgs& kv, const float* qs, int nh, int64_t g, int64_t c,
+                                             int64_t n_kv, float scale, int lane, float* m, float* l,
+                                             float (*acc)[ND]) {
+  constexpr int HD = ND * 32;
+  const int p = lane & 15, dh = (lane >> 4) * (HD / 2);
+  const int64_t pos = c * kKvBlock, slot0 = pos % kv.block_pos;
+  const uint8_t* ks = k_slice(kv, pos, g);
+  const uint8_t* vs = v_slice(kv, pos, g);
+  const int valid = static_cast<int>((n_kv - pos < kKvBlock ? n_kv - pos : kKvBlock));
+  float sc[kMaxG];
+#pragma unroll
+  for (int h = 0; h < kMaxG; ++h) sc[h] = 0.f;
+  for (int i = 0; i < HD / 2; ++i) {
+    const float kval = k_at(kv, ks, slot0 + p, dh + i);
+#pragma unroll
+    for (int h = 0; h < kMaxG; ++h)
+      if (h < nh) sc[h] += qs[h * HD + dh + i] * kval;
+  }
+  float e[kMaxG];
+#pragma unroll
+  for (int h = 0; h < kMaxG; ++h) {
+    if (h >= nh) continue;
+    float s = (sc[h] + __shfl_xor_sync(0xffffffffu, sc[h], 16)) * scale;
+    if (p >= valid) s = -INFINITY;  // never stored: selected away, not multiplied (the bytes may be NaN)
+    float cm = s;
+    for (int o = 8; o > 0; o >>= 1) cm = fmaxf(cm, __shfl_xor_sync(0xffffffffu, cm, o));
+    const float mn = fmaxf(m[h], cm);
+    const float corr = m[h] == -INFINITY ? 0.f : expf(m[h] - mn);
+    e[h] = p < valid ? expf(s - mn) : 0.f;
+    float es = e[h];
+    for (int o = 8; o > 0; o >>= 1) es += __shfl_xor_sync(0xffffffffu, es, o);
+    l[h] = l[h] * corr + es;
+    m[h] = mn;
+#pragma unroll
+    for (int d = 0; d < ND; ++d) acc[h][d] *= corr;
+  }
+  for (int j = 0; j < valid; ++j) {
+    float vv[ND];
+#pragma unroll
+    for (int d = 0; d < ND; ++d) vv[d] = v_at(kv, vs, slot0 + j, lane + 32 * d);
+#pragma unroll
+    for (int h = 0; h < kMaxG; ++h) {
+      if (h >= nh) continue;
+      const float pj = __shfl_sync(0xffffffffu, e[h], j);
+#pragma unroll
+      for (int d = 0; d < ND; ++d) acc[h][d] += pj * vv[d];
+    }
+  }
+}
+
+// The last block of a split head group merges the splits' partials (read
+// past L1: other blocks wrote them) into out.
+template <int ND>
+__device__ __forceinline__ void merge_splits(const AttnSplit& split, int nh, int64_t first_head, float* out) {
+  constexpr int HD = ND * 32;
+  for (int idx = threadIdx.x; idx < nh * HD; idx += blockDim.x) {
+    const int h = idx / HD, i = idx % HD;
+    const float* ps = split.scratch + (first_head + h) * split.n * (HD + 2);
+    float M = -INFINITY;
+    for (int k = 0; k < split.n; ++k) M = fmaxf(M, __ldcg(ps + k * (HD + 2)));
+    float num = 0.f, den = 0.f;
+    for (int k = 0; k < split.n; ++k) {
+      const float mk = __ldcg(ps + k * (HD + 2));
+      if (mk == -INFINITY) continue;  // a split with no positions
+      const float f = __ldcg(ps + k * (HD + 2) + 1) * expf(mk - M);
+      num += __ldcg(ps + k * (HD + 2) + 2 + i) * f;
+      den += f;
+    }
+    out[(first_head + h) * HD + i] = num / den;
+  }
+}
+
 // One block per (token, KV head, up to 8 query heads of its group). Each warp
 // takes every 8th chunk of 16 positions with an online softmax: lanes 0-15 and
 // 16-31 hold the two halves of the dims of the chunk's 16 positions for the
@@ -181,7 +257,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const KvArgs
   const int64_t first_head = t * n_head + g * group + h0;
   for (int i = threadIdx.x; i < nh * HD; i += blockDim.x) qs[i] = q[first_head * HD + i];
   __syncthreads();
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, p = lane & 15, dh = (lane >> 4) * (HD / 2);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t n_kv = pos0 + t + 1, n_chunks = (n_kv + kKvBlock - 1) / kKvBlock;
   float m[kMaxG], l[kMaxG], acc[kMaxG][ND];
 #pragma unroll
@@ -194,49 +270,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const KvArgs
   // This split's chunks (all of them without a split).
   const int64_t per = (n_chunks + split.n - 1) / split.n, c_end = min_i64(n_chunks, (sp + 1) * per);
   for (int64_t c = sp * per + warp; c < c_end; c += kAttnWarps) {
-    const int64_t pos = c * kKvBlock, slot0 = pos % kv.block_pos;
-    const uint8_t* ks = k_slice(kv, pos, g);
-    const uint8_t* vs = v_slice(kv, pos, g);
-    const int valid = static_cast<int>((n_kv - pos < kKvBlock ? n_kv - pos : kKvBlock));
-    float sc[kMaxG];
-#pragma unroll
-    for (int h = 0; h < kMaxG; ++h) sc[h] = 0.f;
-    for (int i = 0; i < HD / 2; ++i) {
-      const float kval = k_at(kv, ks, slot0 + p, dh + i);
-#pragma unroll
-      for (int h = 0; h < kMaxG; ++h)
-        if (h < nh) sc[h] += qs[h * HD + dh + i] * kval;
-    }
-    float e[kMaxG];
-#pragma unroll
-    for (int h = 0; h < kMaxG; ++h) {
-      if (h >= nh) continue;
-      float s = (sc[h] + __shfl_xor_sync(0xffffffffu, sc[h], 16)) * scale;
-      if (p >= valid) s = -INFINITY;  // never stored: selected away, not multiplied (the bytes may be NaN)
-      float cm = s;
-      for (int o = 8; o > 0; o >>= 1) cm = fmaxf(cm, __shfl_xor_sync(0xffffffffu, cm, o));
-      const float mn = fmaxf(m[h], cm);
-      const float corr = m[h] == -INFINITY ? 0.f : expf(m[h] - mn);
-      e[h] = p < valid ? expf(s - mn) : 0.f;
-      float es = e[h];
-      for (int o = 8; o > 0; o >>= 1) es += __shfl_xor_sync(0xffffffffu, es, o);
-      l[h] = l[h] * corr + es;
-      m[h] = mn;
-#pragma unroll
-      for (int d = 0; d < ND; ++d) acc[h][d] *= corr;
-    }
-    for (int j = 0; j < valid; ++j) {
-      float vv[ND];
-#pragma unroll
-      for (int d = 0; d < ND; ++d) vv[d] = v_at(kv, vs, slot0 + j, lane + 32 * d);
-#pragma unroll
-      for (int h = 0; h < kMaxG; ++h) {
-        if (h >= nh) continue;
-        const float pj = __shfl_sync(0xffffffffu, e[h], j);
-#pragma unroll
-        for (int d = 0; d < ND; ++d) acc[h][d] += pj * vv[d];
-      }
-    }
+    attend_chunk<ND>(kv, qs, nh, g, c, n_kv, scale, lane, m, l, acc);
   }
 #pragma unroll
   for (int h = 0; h < kMaxG; ++h) {
@@ -282,21 +316,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const KvArgs
   __syncthreads();
   if (!last) return;
   __threadfence();
-  for (int idx = threadIdx.x; idx < nh * HD; idx += blockDim.x) {
-    const int h = idx / HD, i = idx % HD;
-    const float* ps = split.scratch + (first_head + h) * split.n * (HD + 2);
-    float M = -INFINITY;
-    for (int k = 0; k < split.n; ++k) M = fmaxf(M, __ldcg(ps + k * (HD + 2)));
-    float num = 0.f, den = 0.f;
-    for (int k = 0; k < split.n; ++k) {
-      const float mk = __ldcg(ps + k * (HD + 2));
-      if (mk == -INFINITY) continue;  // a split with no positions
-      const float f = __ldcg(ps + k * (HD + 2) + 1) * expf(mk - M);
-      num += __ldcg(ps + k * (HD + 2) + 2 + i) * f;
-      den += f;
-    }
-    out[(first_head + h) * HD + i] = num / den;
-  }
+  merge_splits<ND>(split, nh, first_head, out);
   if (threadIdx.x == 0) *counter = 0;
 }
 
