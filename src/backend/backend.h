@@ -191,6 +191,26 @@ class Backend {
   virtual Status attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
                            float* out) = 0;
 
+  // ---- decode steps (optional) --------------------------------------------------------------
+  // Where issuing the ~200 ops of a one-token forward pass costs more than
+  // running them (a GPU: a kernel launch each), a backend may record a
+  // decode step once and replay the recording. The engine calls step_begin()
+  // before a decode step's ops, with the step's token (host), position, the
+  // sequence's KV view and the logits buffer the step ends in. `*replayed`
+  // true: the backend has issued the whole step (forward pass and logits)
+  // and the engine issues nothing; false: the engine issues the ops as
+  // usual, then step_end(ok) with whether they all succeeded. The default
+  // records nothing.
+  virtual Status step_begin(const KvLayerView& kv, int32_t token, int64_t pos, const float* logits, bool* replayed) {
+    (void)kv, (void)token, (void)pos, (void)logits;
+    *replayed = false;
+    return Status::Ok();
+  }
+  virtual Status step_end(bool ok) {
+    (void)ok;
+    return Status::Ok();
+  }
+
  protected:
   friend class Buffer;
   // Gives back what alloc() returned.
@@ -217,7 +237,8 @@ inline void Buffer::reset() {
   bytes_ = 0;
 }
 
-// The one factory: "cpu" (the default). Unknown names are kInvalidArgument
+// The one factory: "cpu" (the default), "cuda" where built with LAYA_CUDA
+// (kUnsupported, naming the CUDA error, where no GPU can be used). Unknown names are kInvalidArgument
 // naming the backends this build has.
 Result<std::unique_ptr<Backend>> make_backend(std::string_view name, const BackendOptions& opt, const ForwardLimits& lim);
 // "cpu" (and others compiled in), for --help and errors.

@@ -196,6 +196,15 @@ Status Engine::restore_sequence(Sequence& seq, std::span<const int32_t> tokens,
   return Status::Ok();
 }
 
+Status Engine::read_kv_block(int32_t id, uint8_t* host_dst) {
+  if (id < 0 || id >= pool_->n_blocks()) {
+    return Status(StatusCode::kOutOfRange, fmt::format("read_kv_block: block {} of {}", id, pool_->n_blocks()));
+  }
+  std::lock_guard<std::mutex> lock(forward_mu_);
+  const size_t bb = kv_layout_.block_bytes();
+  return backend_->download(host_dst, pool_->memory() + static_cast<size_t>(id) * bb, bb);
+}
+
 void Engine::forget_cached_kv() {
   std::lock_guard<std::mutex> lock(forward_mu_);
   pool_->forget_cached();
@@ -237,12 +246,41 @@ Status Engine::forward_chunk(Sequence& seq, const int32_t* tokens, int64_t m, in
                              bool all_logits) {
   LAYA_TRY(seq.table_.prepare_write(pos, m));
   const KvLayerView kv{&pool_->layout(), pool_->memory(), seq.table_.ids().data(), seq.table_.n_blocks(), 0};
+  if (m == 1 && out && !all_logits) {
+    // A decode step: the backend may replay a recording of it (Backend::step_begin).
+    bool replayed = false;
+    LAYA_TRY(backend_->step_begin(kv, tokens[0], pos, out, &replayed));
+    if (!replayed) {
+      Status st = transformer_forward(*model_, *backend_, rope_, kv, scratch_, tokens, m, pos);
+      if (st.ok()) st = transformer_logits(*model_, *backend_, scratch_, 0, 1, out);
+      const Status end = backend_->step_end(st.ok());
+      LAYA_TRY(st);
+      LAYA_TRY(end);
+    }
+    seq.tokens_.insert(seq.tokens_.end(), tokens, tokens + m);
+    seq.table_.key_full_blocks(kv_seed_, seq.tokens_, pos);
+    return Status::Ok();
+  }
   LAYA_TRY(transformer_forward(*model_, *backend_, rope_, kv, scratch_, tokens, m, pos));
   seq.tokens_.insert(seq.tokens_.end(), tokens, tokens + m);  // within the reserved n_ctx: no allocation
   seq.table_.key_full_blocks(kv_seed_, seq.tokens_, pos);
   if (!out) return Status::Ok();
-  if (all_logits) return transformer_logits(*model_, *backend_, scratch_, 0, m, out);
-  return transformer_logits(*model_, *backend_, scratch_, m - 1, 1, out);
+  if (!all_logits) return transformer_logits(*model_, *backend_, scratch_, m - 1, 1, out);
+  if (backend_->host_visible()) return transformer_logits(*model_, *backend_, scratch_, 0, m, out);
+  // `out` is host memory: the rows go through a device buffer of a few rows,
+  // made at the first such call (all-position logits are for tests and
+  // measurements, not the keystroke path).
+  const int64_t nv = n_vocab(), rows = std::min<int64_t>(opt_.n_batch, kLogitRowsPerDownload);
+  if (!all_logits_dev_) {
+    LAYA_ASSIGN_OR_RETURN(all_logits_dev_, backend_->alloc(static_cast<size_t>(rows * nv) * sizeof(float),
+                                                           "the all-position logits' rows"));
+  }
+  for (int64_t f = 0; f < m; f += rows) {
+    const int64_t k = std::min(rows, m - f);
+    LAYA_TRY(transformer_logits(*model_, *backend_, scratch_, f, k, all_logits_dev_.as<float>()));
+    LAYA_TRY(backend_->download(out + f * nv, all_logits_dev_.data(), static_cast<size_t>(k * nv) * sizeof(float)));
+  }
+  return Status::Ok();
 }
 
 Status Engine::prefill(Sequence& seq, std::span<const int32_t> tokens, int64_t pos, float* all_logits,
@@ -263,11 +301,8 @@ Status Engine::prefill(Sequence& seq, std::span<const int32_t> tokens, int64_t p
   // A weights file truncated under us would raise SIGBUS in the forward pass.
   LAYA_TRY(model_->check_files_unchanged());
   // The caller's all_logits array receives the rows directly where backend
-  // memory is host memory (one matmul per chunk, as before the backend split).
-  if (all_logits && !backend_->host_visible()) {
-    return Status(StatusCode::kUnsupported,
-                  fmt::format("prefill: all-position logits are not available on the {} backend", backend_->name()));
-  }
+  // memory is host memory (one matmul per chunk, as before the backend split);
+  // else a few rows at a time through download() (forward_chunk).
   std::lock_guard<std::mutex> lock(forward_mu_);
   const int64_t nv = n_vocab();
   if (!seq.logits_) {  // the sequence's first forward
@@ -294,8 +329,12 @@ Status Engine::prefill(Sequence& seq, std::span<const int32_t> tokens, int64_t p
       return st;
     }
   }
-  if (all_logits) {
+  if (all_logits && backend_->host_visible()) {
     LAYA_TRY(backend_->copy(seq.logits_.data(), all_logits + (n - 1) * nv, static_cast<size_t>(nv) * sizeof(float)));
+  } else if (all_logits) {
+    // The host already holds the last row: no device round trip.
+    std::memcpy(seq.logits_copy_.data(), all_logits + (n - 1) * nv, static_cast<size_t>(nv) * sizeof(float));
+    LAYA_TRY(backend_->upload(seq.logits_.data(), all_logits + (n - 1) * nv, static_cast<size_t>(nv) * sizeof(float)));
   } else if (!backend_->host_visible()) {
     LAYA_TRY(backend_->download(seq.logits_copy_.data(), seq.logits_.data(), static_cast<size_t>(nv) * sizeof(float)));
   }

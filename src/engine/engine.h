@@ -145,6 +145,10 @@ class Engine {
   // empty; on failure the sequence is left empty.
   Status restore_sequence(Sequence& seq, std::span<const int32_t> tokens,
                           const std::function<const uint8_t*(int64_t block)>& block_src);
+  // Copies KV block `id` of the pool (kv_pool().layout().block_bytes() bytes)
+  // into host memory, through the backend's download(): for saving sessions
+  // where the pool is device memory.
+  Status read_kv_block(int32_t id, uint8_t* host_dst);
   // Forgets the pool's cached (unreferenced) blocks: a cold start for a
   // measurement (KvBlockPool::forget_cached).
   void forget_cached_kv();
@@ -161,6 +165,10 @@ class Engine {
   std::shared_ptr<Backend> backend_;  // shared with the pool: outlives every buffer
   ForwardScratch scratch_;
   Buffer rope_buf_;
+  // All-position logits on a backend whose memory the host cannot read:
+  // rows computed here, then downloaded (forward_chunk).
+  static constexpr int64_t kLogitRowsPerDownload = 16;
+  Buffer all_logits_dev_;
   RopeTable rope_;
   KvLayout kv_layout_;
   std::shared_ptr<KvBlockPool> pool_;

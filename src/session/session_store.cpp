@@ -148,10 +148,6 @@ Status save_sessions(std::span<const Session* const> sessions, const std::string
                                 "of one engine)", path, i));
     }
   }
-  if (!eng.backend().host_visible()) {
-    return Status(StatusCode::kUnsupported,
-                  fmt::format("save {}: the {} backend's KV memory is not host-visible", path, eng.backend().name()));
-  }
   const KvBlockPool& pool = eng.kv_pool();
   const KvLayout& kv = pool.layout();
   std::string records;
@@ -183,8 +179,23 @@ Status save_sessions(std::span<const Session* const> sessions, const std::string
   if (!xs) return Status(StatusCode::kOutOfMemory, "save: no memory for the checksum state");
   XXH3_64bits_reset(xs);
   XXH3_64bits_update(xs, records.data(), records.size());
-  const uint8_t* mem = pool.memory();
-  for (int32_t id : order) XXH3_64bits_update(xs, mem + static_cast<size_t>(id) * bb, bb);
+  // A block's bytes: read in place where the backend's memory is host
+  // memory, else downloaded into one block of host memory (twice per block:
+  // the checksum pass, then the write; a GPU copies a block in microseconds).
+  std::vector<uint8_t> host_block(eng.backend().host_visible() ? 0 : bb);
+  auto block = [&](int32_t id) -> Result<const uint8_t*> {
+    if (host_block.empty()) return static_cast<const uint8_t*>(pool.memory() + static_cast<size_t>(id) * bb);
+    LAYA_TRY(eng.read_kv_block(id, host_block.data()));
+    return static_cast<const uint8_t*>(host_block.data());
+  };
+  for (int32_t id : order) {
+    auto b = block(id);
+    if (!b.ok()) {
+      XXH3_freeState(xs);
+      return b.status();
+    }
+    XXH3_64bits_update(xs, *b, bb);
+  }
   h.payload_xxh3 = XXH3_64bits_digest(xs);
   XXH3_freeState(xs);
   h.header_xxh3 = XXH3_64bits(&h, offsetof(FileHeader, header_xxh3));
@@ -196,7 +207,10 @@ Status save_sessions(std::span<const Session* const> sessions, const std::string
   LAYA_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::create(path, oo));
   LAYA_TRY(f.write(&h, sizeof h));
   LAYA_TRY(f.write(records));
-  for (int32_t id : order) LAYA_TRY(f.write(mem + static_cast<size_t>(id) * bb, bb));
+  for (int32_t id : order) {
+    LAYA_ASSIGN_OR_RETURN(const uint8_t* b, block(id));
+    LAYA_TRY(f.write(b, bb));
+  }
   return f.commit();
 }
 

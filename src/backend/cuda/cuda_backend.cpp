@@ -1,0 +1,411 @@
+#include "backend/cuda/cuda_backend.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace laya {
+
+namespace {
+
+// A Status naming the op, what it was doing and the CUDA error; Ok for cudaSuccess.
+Status cuda_status(cudaError_t e, const std::string& what) {
+  if (e == cudaSuccess) return Status::Ok();
+  const StatusCode code = e == cudaErrorMemoryAllocation ? StatusCode::kOutOfMemory : StatusCode::kInternal;
+  return Status(code, fmt::format("cuda {}: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e)));
+}
+
+#define LAYA_CUDA_TRY(expr, ...)                                                          \
+  do {                                                                                    \
+    if (cudaError_t e_ = (expr); e_ != cudaSuccess) return cuda_status(e_, fmt::format(__VA_ARGS__)); \
+  } while (0)
+
+}  // namespace
+
+Status CudaBackend::device_status() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();
+    return Status(StatusCode::kUnsupported,
+                  fmt::format("the cuda backend has no device: cudaGetDeviceCount: {}", cudaGetErrorString(e)));
+  }
+  if (n == 0) return Status(StatusCode::kUnsupported, "the cuda backend has no device: cudaGetDeviceCount found none");
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Backend>> CudaBackend::create(const BackendOptions& opt, const ForwardLimits& lim) {
+  (void)opt;  // threads and memory locking are the CPU's concerns
+  LAYA_TRY(device_status());
+  std::unique_ptr<CudaBackend> be(new CudaBackend(lim));
+  LAYA_CUDA_TRY(cudaSetDevice(0), "cudaSetDevice(0)");
+  // The highest priority the device offers: a keystroke's decode step goes
+  // ahead of other work sharing the GPU.
+  int lo = 0, hi = 0;
+  LAYA_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&lo, &hi), "cudaDeviceGetStreamPriorityRange");
+  LAYA_CUDA_TRY(cudaStreamCreateWithPriority(&be->stream_, cudaStreamNonBlocking, hi), "cudaStreamCreateWithPriority");
+  LAYA_CUDA_TRY(cuda::configure(lim.max_cols), "configuring the kernels for rows of {} values", lim.max_cols);
+  LAYA_CUDA_TRY(cuda::configure_attention(), "configuring the attention kernels");
+  // Block tables of up to max_ctx positions in blocks of at least 16.
+  be->ids_cap_ = std::max<int64_t>(lim.max_ctx / 16 + 1, 64);
+  LAYA_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&be->ids_dev_), static_cast<size_t>(be->ids_cap_) * sizeof(int32_t)),
+                "cudaMalloc of the block table ({} entries)", be->ids_cap_);
+  LAYA_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&be->step_dev_), 2 * sizeof(int64_t)), "cudaMalloc of the step arguments");
+  // Up to 32 splits of up to max_cols / 32 heads of head_dim values (q_dim <= max_cols).
+  be->split_scratch_floats_ = 32 * (static_cast<size_t>(lim.max_cols) + 2 * static_cast<size_t>(lim.max_cols / 32 + 8));
+  be->split_counters_n_ = static_cast<size_t>(lim.max_cols / 32 + 64);
+  LAYA_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&be->split_scratch_), be->split_scratch_floats_ * sizeof(float)),
+                "cudaMalloc of the attention split scratch");
+  LAYA_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&be->split_counters_), be->split_counters_n_ * sizeof(int)),
+                "cudaMalloc of the attention split counters");
+  LAYA_CUDA_TRY(cudaMemset(be->split_counters_, 0, be->split_counters_n_ * sizeof(int)), "zeroing the split counters");
+  const char* g = std::getenv("LAYA_CUDA_GRAPHS");
+  be->use_graphs_ = !(g && std::strcmp(g, "0") == 0);
+  return std::unique_ptr<Backend>(std::move(be));
+}
+
+CudaBackend::~CudaBackend() {
+  if (stream_) cudaStreamSynchronize(stream_);
+  drop_graphs();
+  if (step_dev_) cudaFree(step_dev_);
+  if (split_scratch_) cudaFree(split_scratch_);
+  if (split_counters_) cudaFree(split_counters_);
+  for (void* p : weight_mem_) cudaFree(p);
+  if (ids_dev_) cudaFree(ids_dev_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+// ---- memory ------------------------------------------------------------------------------------
+
+Result<Buffer> CudaBackend::alloc(size_t bytes, const char* what) {
+  void* p = nullptr;
+  const size_t n = std::max<size_t>(bytes, 1);
+  if (cudaError_t e = cudaMalloc(&p, n); e != cudaSuccess) {
+    cudaGetLastError();  // an allocation failure is not sticky; clear it for the next call
+    return Status(StatusCode::kOutOfMemory, fmt::format("{}: cannot allocate {:.1f} MB of GPU memory: {}", what,
+                                                        static_cast<double>(bytes) / 1e6, cudaGetErrorString(e)));
+  }
+  if (cudaError_t e = cudaMemsetAsync(p, 0, n, stream_); e != cudaSuccess) {
+    cudaFree(p);
+    return cuda_status(e, fmt::format("zero-filling {} ({} bytes)", what, bytes));
+  }
+  return Buffer(this, p, n);
+}
+
+void CudaBackend::release(void* data, size_t) {
+  cudaFree(data);  // waits for the device: no kernel still reads it
+}
+
+Status CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
+  LAYA_CUDA_TRY(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_), "upload of {} bytes", bytes);
+  // The caller may free or reuse host_src once this returns.
+  LAYA_CUDA_TRY(cudaStreamSynchronize(stream_), "upload of {} bytes", bytes);
+  return Status::Ok();
+}
+
+Status CudaBackend::download(void* host_dst, const void* src, size_t bytes) {
+  LAYA_CUDA_TRY(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "download of {} bytes", bytes);
+  LAYA_CUDA_TRY(cudaStreamSynchronize(stream_), "download of {} bytes (or an op before it)", bytes);
+  return Status::Ok();
+}
+
+Status CudaBackend::copy(void* dst, const void* src, size_t bytes) {
+  LAYA_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_), "copy of {} bytes", bytes);
+  return Status::Ok();
+}
+
+Status CudaBackend::synchronize() {
+  LAYA_CUDA_TRY(cudaStreamSynchronize(stream_), "synchronize (an op issued before it failed)");
+  return Status::Ok();
+}
+
+// ---- weights -----------------------------------------------------------------------------------
+
+Status CudaBackend::upload_tensor(const Tensor& t, uint8_t* dst, cuda::DevMat* out) {
+  const int64_t rows = t.rows(), cols = t.cols();
+  cuda::DevMat m;
+  m.type = t.type;
+  m.rows = rows;
+  m.cols = cols;
+  m.data = dst;
+  m.stride = cuda::dev_stride(t.type, cols);
+  if (cuda::dev_scales_bytes(t.type, rows, cols) > 0)
+    m.scales = reinterpret_cast<const uint16_t*>(dst + static_cast<size_t>(rows) * m.stride);
+  const size_t bytes = cuda::dev_bytes(t.type, rows, cols);
+  if (cuda::dev_same_as_file(t.type, cols)) {
+    LAYA_CUDA_TRY(cudaMemcpy(dst, t.data, bytes, cudaMemcpyHostToDevice), "upload of {} ({} bytes)", t.name, bytes);
+  } else {
+    std::vector<uint8_t> host(bytes);
+    cuda::pack_rows(t.type, rows, cols, t.data, host.data());
+    LAYA_CUDA_TRY(cudaMemcpy(dst, host.data(), bytes, cudaMemcpyHostToDevice), "upload of {} ({} bytes)", t.name, bytes);
+  }
+  *out = m;
+  return Status::Ok();
+}
+
+Status CudaBackend::prepare_weights(const std::vector<const Tensor*>& matrices, const std::vector<const Tensor*>& all) {
+  // Everything either list names, once (tied embeddings share their bytes).
+  std::vector<const Tensor*> todo;
+  std::vector<size_t> offsets;
+  size_t total = 0;
+  for (const auto* list : {&matrices, &all}) {
+    for (const Tensor* t : *list) {
+      if (!t->present() || mats_.count(t->data)) continue;
+      if (std::any_of(todo.begin(), todo.end(), [&](const Tensor* u) { return u->data == t->data; })) continue;
+      if (!cuda::dev_supported(t->type)) {
+        return Status(StatusCode::kUnsupported,
+                      fmt::format("cuda: tensor {} has type {}, which the cuda backend cannot read", t->name,
+                                  dtype_name(t->type)));
+      }
+      todo.push_back(t);
+      offsets.push_back(total);
+      total += (cuda::dev_bytes(t->type, t->rows(), t->cols()) + 255) / 256 * 256;
+    }
+  }
+  if (todo.empty()) return Status::Ok();
+  void* mem = nullptr;
+  if (cudaError_t e = cudaMalloc(&mem, total); e != cudaSuccess) {
+    cudaGetLastError();
+    return Status(StatusCode::kOutOfMemory, fmt::format("cuda: cannot allocate {:.1f} MB of GPU memory for the weights: {}",
+                                                        static_cast<double>(total) / 1e6, cudaGetErrorString(e)));
+  }
+  weight_mem_.push_back(mem);
+  try {
+    for (size_t i = 0; i < todo.size(); ++i) {
+      cuda::DevMat m;
+      LAYA_TRY(upload_tensor(*todo[i], static_cast<uint8_t*>(mem) + offsets[i], &m));
+      mats_.emplace(todo[i]->data, m);
+    }
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kOutOfMemory, "cuda: out of host memory while repacking the weights");
+  }
+  prepared_bytes_ += total;
+  return Status::Ok();
+}
+
+Result<const cuda::DevMat*> CudaBackend::dev(const Tensor& w, const char* op) const {
+  auto it = mats_.find(w.data);
+  if (it == mats_.end()) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("cuda {}: tensor {} was not given to prepare_weights", op, w.name));
+  }
+  return &it->second;
+}
+
+// ---- ops ---------------------------------------------------------------------------------------
+
+Status CudaBackend::matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) {
+  const MatmulOut o{&w, y};
+  return matmul_group(&o, 1, x, n_tok);
+}
+
+Status CudaBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) {
+  for (int i0 = 0; i0 < n_outs; i0 += 3) {
+    cuda::MatvecJob job;
+    job.n = std::min(3, n_outs - i0);
+    for (int i = 0; i < job.n; ++i) {
+      LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* m, dev(*outs[i0 + i].w, "matmul"));
+      job.m[i] = *m;
+      job.y[i] = outs[i0 + i].y;
+      if (!cuda::matvec_tokens(n_tok, m->cols)) {
+        LAYA_CUDA_TRY(cuda::gemm(*m, x, n_tok, outs[i0 + i].y, stream_), "matmul {} {} ({} x {}) n_tok {}",
+                      outs[i0 + i].w->name, dtype_name(m->type), m->rows, m->cols, n_tok);
+      }
+    }
+    if (cuda::matvec_tokens(n_tok, job.m[0].cols)) {
+      LAYA_CUDA_TRY(cuda::matvec(job, x, n_tok, stream_), "matmul {} {} ({} x {}) and {} more, n_tok {}",
+                    outs[i0].w->name, dtype_name(job.m[0].type), job.m[0].rows, job.m[0].cols, job.n - 1, n_tok);
+    }
+  }
+  return Status::Ok();
+}
+
+Status CudaBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const float* x, int64_t n_tok,
+                                  float* gate_scratch, float* out) {
+  LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* g, dev(w_gate, "matmul_swiglu"));
+  LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* u, dev(w_up, "matmul_swiglu"));
+  if (cuda::matvec_tokens(n_tok, g->cols)) {
+    cuda::MatvecJob job;
+    job.n = 2;
+    job.swiglu = true;
+    job.m[0] = *g;
+    job.m[1] = *u;
+    job.y[0] = gate_scratch;
+    job.y[1] = out;
+    LAYA_CUDA_TRY(cuda::matvec(job, x, n_tok, stream_), "matmul_swiglu {} ({} x {}) n_tok {}", dtype_name(g->type),
+                  g->rows, g->cols, n_tok);
+    return Status::Ok();
+  }
+  LAYA_CUDA_TRY(cuda::gemm(*g, x, n_tok, gate_scratch, stream_), "matmul_swiglu gate {} n_tok {}", w_gate.name, n_tok);
+  LAYA_CUDA_TRY(cuda::gemm(*u, x, n_tok, out, stream_), "matmul_swiglu up {} n_tok {}", w_up.name, n_tok);
+  LAYA_CUDA_TRY(cuda::silu_mul(gate_scratch, out, n_tok * g->rows, stream_), "matmul_swiglu silu n_tok {}", n_tok);
+  return Status::Ok();
+}
+
+Status CudaBackend::get_rows(const Tensor& w, const int32_t* ids, int64_t n, float* out) {
+  LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* m, dev(w, "get_rows"));
+  for (int64_t i = 0; i < n; ++i) {
+    if (ids[i] < 0 || ids[i] >= m->rows) {
+      return Status(StatusCode::kOutOfRange, fmt::format("cuda get_rows: id {} of {} rows", ids[i], m->rows));
+    }
+  }
+  LAYA_CUDA_TRY(cuda::get_rows(*m, ids, n, out, n == 1 ? dyn() : nullptr, stream_), "get_rows {} {} rows of {}", w.name, n, m->cols);
+  return Status::Ok();
+}
+
+Status CudaBackend::rms_norm(const float* x, const Tensor& w, int64_t n_rows, int64_t n, float eps, float* out) {
+  LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* m, dev(w, "rms_norm"));
+  if (m->type != DType::F32) {
+    return Status(StatusCode::kUnsupported, fmt::format("cuda rms_norm: weight {} is {}, not F32", w.name, dtype_name(m->type)));
+  }
+  LAYA_CUDA_TRY(cuda::rms_norm(x, reinterpret_cast<const float*>(m->data), n_rows, n, eps, out, stream_),
+                "rms_norm {} rows of {}", n_rows, n);
+  return Status::Ok();
+}
+
+Status CudaBackend::add_bias(float* y, const Tensor& b, int64_t n_rows, int64_t n) {
+  LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* m, dev(b, "add_bias"));
+  if (m->type != DType::F32) {
+    return Status(StatusCode::kUnsupported, fmt::format("cuda add_bias: bias {} is {}, not F32", b.name, dtype_name(m->type)));
+  }
+  LAYA_CUDA_TRY(cuda::add_bias(y, reinterpret_cast<const float*>(m->data), n_rows, n, stream_), "add_bias {} rows of {}",
+                n_rows, n);
+  return Status::Ok();
+}
+
+Status CudaBackend::add(float* y, const float* x, int64_t n) {
+  LAYA_CUDA_TRY(cuda::add(y, x, n, stream_), "add of {} values", n);
+  return Status::Ok();
+}
+
+Status CudaBackend::rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, int64_t pos0, const RopeTable& rt) {
+  if (pos0 + n_tok > rt.n_pos) {
+    return Status(StatusCode::kOutOfRange,
+                  fmt::format("cuda rope: positions up to {} past the table's {}", pos0 + n_tok, rt.n_pos));
+  }
+  LAYA_CUDA_TRY(cuda::rope(x, n_tok, n_heads, head_dim, pos0, rt.cos, rt.sin, rt.half, rt.interleaved,
+                           n_tok == 1 ? dyn() : nullptr, stream_),
+                "rope {} tokens x {} heads x {} at {}", n_tok, n_heads, head_dim, pos0);
+  return Status::Ok();
+}
+
+Result<cuda::KvArgs> CudaBackend::kv_args(const KvLayerView& kv, const char* op) {
+  const KvLayout& L = *kv.layout;
+  if (kv.n_blocks > ids_cap_) {
+    return Status(StatusCode::kOutOfRange, fmt::format("cuda {}: {} KV blocks, more than the {} this backend was made for",
+                                                       op, kv.n_blocks, ids_cap_));
+  }
+  const size_t n = static_cast<size_t>(kv.n_blocks);
+  // In a capture, step_begin() has uploaded the table (a copy from host
+  // memory cannot be recorded).
+  if (!capturing_ && (ids_host_.size() != n || !std::equal(ids_host_.begin(), ids_host_.end(), kv.ids))) {
+    ids_host_.assign(kv.ids, kv.ids + n);
+    // Pageable source: the call returns once ids_host_ is read, in stream order.
+    LAYA_CUDA_TRY(cudaMemcpyAsync(ids_dev_, ids_host_.data(), n * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
+                  "{}: upload of the block table ({} blocks)", op, n);
+  }
+  cuda::KvArgs a;
+  a.pool = kv.pool;
+  a.ids = ids_dev_;
+  a.n_blocks = kv.n_blocks;
+  a.block_bytes = L.block_bytes();
+  a.k_off = L.k_offset(kv.layer, 0);
+  a.v_off = L.v_offset(kv.layer, 0);
+  a.head_bytes = L.head_bytes();
+  a.block_pos = L.block_pos;
+  a.n_head_kv = L.n_head_kv;
+  a.head_dim = L.head_dim;
+  a.type = L.type;
+  return a;
+}
+
+Status CudaBackend::kv_store(const KvLayerView& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0) {
+  LAYA_ASSIGN_OR_RETURN(const cuda::KvArgs a, kv_args(kv, "kv_store"));
+  if (a.type == DType::Q8_0 && a.head_dim % 32 != 0) {
+    return Status(StatusCode::kUnsupported, fmt::format("cuda kv_store: a Q8_0 cache needs head_dim % 32 == 0, not {}", a.head_dim));
+  }
+  LAYA_CUDA_TRY(cuda::kv_store(a, k, v, n_tok, pos0, n_tok == 1 ? dyn() : nullptr, stream_), "kv_store {} tokens at {} ({} cache, layer {})", n_tok, pos0,
+                dtype_name(a.type), kv.layer);
+  return Status::Ok();
+}
+
+Status CudaBackend::attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
+                              float* out) {
+  if (!cuda::attention_supported(s.head_dim)) {
+    return Status(StatusCode::kUnsupported,
+                  fmt::format("cuda attention: head_dim {} (supported: 32, 64, 96, 128, 256)", s.head_dim));
+  }
+  LAYA_ASSIGN_OR_RETURN(const cuda::KvArgs a, kv_args(kv, "attention"));
+  LAYA_CUDA_TRY(cuda::attention(a, q, n_tok, pos0, s.n_head, s.scale, out, n_tok == 1 ? dyn() : nullptr,
+                                attention_split(s), stream_),
+                "attention {} tokens at {} ({} heads, {} KV heads, head_dim {}, {} cache)", n_tok, pos0, s.n_head,
+                s.n_head_kv, s.head_dim, dtype_name(a.type));
+  return Status::Ok();
+}
+
+cuda::AttnSplit CudaBackend::attention_split(const AttentionShape& s) const {
+  // About 64 blocks for the step's attention: 8 KV heads split 8 ways, 2 split 32 ways.
+  cuda::AttnSplit sp;
+  const int64_t head_groups = s.n_head_kv * ((s.n_head / s.n_head_kv + 7) / 8);
+  int n = static_cast<int>(std::clamp<int64_t>(64 / std::max<int64_t>(head_groups, 1), 1, 32));
+  while (n > 1 && static_cast<size_t>(s.n_head * n * (s.head_dim + 2)) > split_scratch_floats_) n /= 2;
+  if (static_cast<size_t>(head_groups) > split_counters_n_) n = 1;
+  sp.n = n;
+  sp.scratch = split_scratch_;
+  sp.counters = split_counters_;
+  return sp;
+}
+
+// ---- decode-step graphs --------------------------------------------------------------------------
+
+void CudaBackend::drop_graphs() {
+  for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
+  graphs_.clear();
+}
+
+Status CudaBackend::step_begin(const KvLayerView& kv, int32_t token, int64_t pos, const float* logits, bool* replayed) {
+  *replayed = false;
+  if (!use_graphs_) return Status::Ok();
+  // What changes between steps goes in first, in stream order: the block
+  // table (when a block was added) and the token and position.
+  LAYA_TRY(kv_args(kv, "step_begin").status());
+  step_host_[0] = token;
+  step_host_[1] = pos;
+  LAYA_CUDA_TRY(cudaMemcpyAsync(step_dev_, step_host_, sizeof step_host_, cudaMemcpyHostToDevice, stream_),
+                "step_begin: upload of the token and position");
+  if (auto it = graphs_.find(logits); it != graphs_.end()) {
+    LAYA_CUDA_TRY(cudaGraphLaunch(it->second, stream_), "replay of a decode step (token {} at {})", token, pos);
+    *replayed = true;
+    return Status::Ok();
+  }
+  LAYA_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "step_begin: cudaStreamBeginCapture");
+  capturing_ = true;
+  capture_key_ = logits;
+  return Status::Ok();
+}
+
+Status CudaBackend::step_end(bool ok) {
+  if (!capturing_) return Status::Ok();
+  capturing_ = false;
+  cudaGraph_t graph = nullptr;
+  const cudaError_t e = cudaStreamEndCapture(stream_, &graph);
+  if (!ok) {  // an op failed: the caller reports it; nothing of the step runs
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    return Status::Ok();
+  }
+  LAYA_CUDA_TRY(e, "step_end: cudaStreamEndCapture");
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t ie = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  LAYA_CUDA_TRY(ie, "step_end: cudaGraphInstantiate");
+  if (graphs_.size() >= kMaxGraphs) drop_graphs();  // many sequences came and went: start over
+  graphs_.emplace(capture_key_, exec);
+  // The capture recorded the step without running it.
+  LAYA_CUDA_TRY(cudaGraphLaunch(exec, stream_), "step_end: first launch of a decode step");
+  return Status::Ok();
+}
+
+}  // namespace laya

@@ -1,0 +1,171 @@
+// Device-side dequantization of the weight types, one 32-value group at a
+// time: the same float operations in the same order as the scalar reference
+// (cpu/ref/kernels_ref.cpp), so get_rows matches it to the last bit up to
+// fused multiply-adds. Byte loads: the decode kernel's fast paths (16-byte
+// loads) are in matmul.cu; this is the general path and the reference the
+// fast paths are checked against (through the conformance suite).
+#pragma once
+
+#if defined(LAYA_CUDA_HOST_CHECK)
+// A host build of the device code (tests/cuda/units_host_check.cpp): the
+// few CUDA names it uses, on the CPU.
+#include <cstring>
+
+#include "core/dtype.h"
+#include "core/fp16.h"
+#define __device__
+#define __forceinline__ inline
+struct uint4 { uint32_t x, y, z, w; };
+struct float4 { float x, y, z, w; };
+template <class T>
+T __ldg(const T* p) { return *p; }
+inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+namespace laya::cuda {
+struct DevMat {
+  DType type = DType::F32;
+  int64_t rows = 0, cols = 0;
+  const uint8_t* data = nullptr;
+  const uint16_t* scales = nullptr;
+  size_t stride = 0;
+};
+inline float h2f(uint16_t h) { return fp16_to_f32(h); }
+inline float bf2f(uint16_t h) { return bf16_to_f32(h); }
+}  // namespace laya::cuda
+#else
+#if !defined(LAYA_CUDA_EMULATE)
+#include <cuda_fp16.h>
+// A launch and a kernel's dynamic shared memory, spelled so that the
+// emulation (emulate.h) can give them another meaning.
+#define LAYA_LAUNCH(k, g, b, sm, st) k<<<g, b, sm, st>>>
+#define LAYA_DYNAMIC_SHARED(T, name) extern __shared__ T name[]
+#endif
+
+#include "backend/cuda/kernels.h"
+
+namespace laya::cuda {
+__device__ __forceinline__ float h2f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+__device__ __forceinline__ float bf2f(uint16_t h) { return __uint_as_float(static_cast<uint32_t>(h) << 16); }
+}  // namespace laya::cuda
+#endif
+
+namespace laya::cuda {
+
+__device__ __forceinline__ uint16_t ld16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+__device__ __forceinline__ uint32_t ld32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
+         (static_cast<uint32_t>(p[3]) << 24);
+}
+
+// Scale and min of sub-block j (0..7) of a Q4_K / Q5_K block from its 12 bytes.
+__device__ __forceinline__ void scale_min_k4(int j, const uint8_t* q, int* sc, int* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// Values [32 g, 32 g + 32) of row r of m into out (zeros past cols).
+__device__ inline void deq32(const DevMat& m, int64_t r, int64_t g, float* out) {
+  const uint8_t* row = m.data + static_cast<size_t>(r) * m.stride;
+  switch (m.type) {
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16: {
+      for (int j = 0; j < 32; ++j) {
+        const int64_t c = g * 32 + j;
+        float v = 0.f;
+        if (c < m.cols) {
+          if (m.type == DType::F32) v = reinterpret_cast<const float*>(row)[c];
+          else if (m.type == DType::F16) v = h2f(reinterpret_cast<const uint16_t*>(row)[c]);
+          else v = bf2f(reinterpret_cast<const uint16_t*>(row)[c]);
+        }
+        out[j] = v;
+      }
+      return;
+    }
+    case DType::Q8_0: {
+      const int8_t* q = reinterpret_cast<const int8_t*>(row) + g * 32;
+      const float d = h2f(m.scales[static_cast<size_t>(r) * static_cast<size_t>(m.cols / 32) + g]);
+      for (int j = 0; j < 32; ++j) out[j] = static_cast<float>(q[j]) * d;
+      return;
+    }
+    case DType::Q4_0: {
+      const uint8_t* b = row + g * 18;
+      const float d = h2f(ld16(b));
+      for (int j = 0; j < 16; ++j) {
+        out[j] = static_cast<float>((b[2 + j] & 0x0F) - 8) * d;
+        out[j + 16] = static_cast<float>((b[2 + j] >> 4) - 8) * d;
+      }
+      return;
+    }
+    case DType::Q4_1: {
+      const uint8_t* b = row + g * 20;
+      const float d = h2f(ld16(b)), mn = h2f(ld16(b + 2));
+      for (int j = 0; j < 16; ++j) {
+        out[j] = static_cast<float>(b[4 + j] & 0x0F) * d + mn;
+        out[j + 16] = static_cast<float>(b[4 + j] >> 4) * d + mn;
+      }
+      return;
+    }
+    case DType::Q5_0:
+    case DType::Q5_1: {
+      const bool has_m = m.type == DType::Q5_1;
+      const uint8_t* b = row + g * (has_m ? 24 : 22);
+      const float d = h2f(ld16(b)), mn = has_m ? h2f(ld16(b + 2)) : 0.f;
+      const uint8_t* hb = b + (has_m ? 4 : 2);
+      const uint32_t qh = ld32(hb);
+      const uint8_t* qs = hb + 4;
+      for (int j = 0; j < 16; ++j) {
+        const uint32_t xh0 = ((qh >> j) << 4) & 0x10, xh1 = (qh >> (j + 12)) & 0x10;
+        const int x0 = static_cast<int>((qs[j] & 0x0F) | xh0), x1 = static_cast<int>((qs[j] >> 4) | xh1);
+        if (has_m) {
+          out[j] = static_cast<float>(x0) * d + mn;
+          out[j + 16] = static_cast<float>(x1) * d + mn;
+        } else {
+          out[j] = static_cast<float>(x0 - 16) * d;
+          out[j + 16] = static_cast<float>(x1 - 16) * d;
+        }
+      }
+      return;
+    }
+    case DType::Q4_K:
+    case DType::Q5_K: {
+      const bool q5 = m.type == DType::Q5_K;
+      const uint8_t* b = row + (g / 8) * (q5 ? 176 : 144);
+      const int j = static_cast<int>(g % 8);  // sub-block: 64-value group j / 2, high nibbles when odd
+      int sc, mn;
+      scale_min_k4(j, b + 4, &sc, &mn);
+      const float d1 = h2f(ld16(b)) * static_cast<float>(sc), m1 = h2f(ld16(b + 2)) * static_cast<float>(mn);
+      const uint8_t* qh = b + 16;
+      const uint8_t* qs = b + (q5 ? 48 : 16) + 32 * (j / 2);
+      const int shift = (j & 1) ? 4 : 0;
+      for (int l = 0; l < 32; ++l) {
+        int q = (qs[l] >> shift) & 0x0F;
+        if (q5 && (qh[l] & (1 << j))) q += 16;
+        out[l] = d1 * static_cast<float>(q) - m1;
+      }
+      return;
+    }
+    case DType::Q6_K: {  // split on the device: 208-byte bodies, fp16 scales apart (kernels.h)
+      const uint8_t* b = row + (g / 8) * 208;
+      const int n = static_cast<int>((g % 8) / 4), qd = static_cast<int>(g % 4);
+      const uint8_t* ql = b + 64 * n + ((qd & 1) ? 32 : 0);
+      const uint8_t* qh = b + 128 + 32 * n;
+      const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192) + 8 * n + 2 * qd;
+      const float d = h2f(m.scales[static_cast<size_t>(r) * static_cast<size_t>(m.cols / 256) + g / 8]);
+      const int shift = qd >= 2 ? 4 : 0;
+      for (int l = 0; l < 32; ++l) {
+        const int q = static_cast<int>(((ql[l] >> shift) & 0x0F) | (((qh[l] >> (2 * qd)) & 3) << 4)) - 32;
+        out[l] = d * static_cast<float>(sc[l / 16]) * static_cast<float>(q);
+      }
+      return;
+    }
+    default:
+      for (int j = 0; j < 32; ++j) out[j] = __int_as_float(0x7fc00000);  // unsupported: NaN, never silently zero
+  }
+}
+
+}  // namespace laya::cuda

@@ -1,0 +1,253 @@
+// Weight products: the decode matrix-vector kernel (one warp per row, 16-byte
+// loads, four loads in flight per lane), a tiled float32 kernel for several
+// tokens, and get_rows. Both products read the weights in their stored form
+// and multiply in float32 (as the CPU reference does).
+#include <algorithm>
+
+#include "backend/cuda/units.cuh"
+
+namespace laya::cuda {
+
+namespace {
+
+constexpr int kWarps = 8;  // warps per block of the decode kernel
+constexpr int64_t kPadCols = 256;  // x is staged in shared memory padded to a multiple of this (zeros)
+
+__device__ __forceinline__ float warp_sum(float s) {
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  return s;
+}
+
+// Row r of m times xs (in shared memory), summed over the warp. Four units
+// per lane are loaded before any is used: bytes in flight hide the latency.
+template <class U>
+__device__ float row_dot(const DevMat& m, int64_t r, const float* xs, int lane) {
+  const int64_t n = U::units(m.cols);
+  float s = 0.f;
+  int64_t u = lane;
+  for (; u + 96 < n; u += 128) {
+    const typename U::Raw a = U::load(m, r, u), b = U::load(m, r, u + 32), c = U::load(m, r, u + 64),
+                          d = U::load(m, r, u + 96);
+    s += U::dot(a, m, r, u, xs) + U::dot(b, m, r, u + 32, xs) + U::dot(c, m, r, u + 64, xs) +
+         U::dot(d, m, r, u + 96, xs);
+  }
+  for (; u < n; u += 32) s += U::dot(U::load(m, r, u), m, r, u, xs);
+  return warp_sum(s);
+}
+
+__device__ float row_dot_any(const DevMat& m, int64_t r, const float* xs, int lane) {
+  switch (m.type) {
+    case DType::F32: return row_dot<UnitF32>(m, r, xs, lane);
+    case DType::F16: return row_dot<Unit16<false>>(m, r, xs, lane);
+    case DType::BF16: return row_dot<Unit16<true>>(m, r, xs, lane);
+    case DType::Q8_0: return row_dot<UnitQ8>(m, r, xs, lane);
+    case DType::Q4_K: return row_dot<UnitK<false>>(m, r, xs, lane);
+    case DType::Q5_K: return row_dot<UnitK<true>>(m, r, xs, lane);
+    case DType::Q6_K: return row_dot<UnitQ6>(m, r, xs, lane);
+    default: return row_dot<UnitGeneric>(m, r, xs, lane);
+  }
+}
+
+struct DotAny {
+  static __device__ float dot(const DevMat& m, int64_t r, const float* xs, int lane) { return row_dot_any(m, r, xs, lane); }
+};
+template <class U>
+struct DotOf {
+  static __device__ float dot(const DevMat& m, int64_t r, const float* xs, int lane) { return row_dot<U>(m, r, xs, lane); }
+};
+
+// Grid: blocks of kWarps warps, each warp `rpw` consecutive rows of the
+// matrices laid end to end. D: the row product, one type's (the job's
+// matrices all of that type: small, fully inlined code) or any type's.
+// n_tok > 1 (a keystroke's few new tokens): every token's x is staged, and a
+// warp multiplies its row with each in turn; the row's bytes come from
+// device memory once and from L1 after.
+template <class D>
+__global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const MatvecJob job, const float* __restrict__ x,
+                                                             int64_t cols, int64_t padded, int64_t total, int rpw,
+                                                             int n_tok) {
+  LAYA_DYNAMIC_SHARED(float, xs);
+  for (int t = 0; t < n_tok; ++t)
+    for (int64_t i = threadIdx.x; i < padded; i += blockDim.x) xs[t * padded + i] = i < cols ? x[t * cols + i] : 0.f;
+  __syncthreads();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t first = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * rpw;
+  for (int64_t R = first; R < first + rpw && R < total; ++R) {
+    if (job.swiglu) {
+      for (int t = 0; t < n_tok; ++t) {
+        const float g = D::dot(job.m[0], R, xs + t * padded, lane), u = D::dot(job.m[1], R, xs + t * padded, lane);
+        if (lane == 0) {
+          job.y[0][t * total + R] = g;
+          job.y[1][t * total + R] = g / (1.0f + expf(-g)) * u;
+        }
+      }
+      continue;
+    }
+    int i = 0;
+    int64_t r = R;
+    while (i + 1 < job.n && r >= job.m[i].rows) r -= job.m[i++].rows;
+    for (int t = 0; t < n_tok; ++t) {
+      const float s = D::dot(job.m[i], r, xs + t * padded, lane);
+      if (lane == 0) job.y[i][t * job.m[i].rows + r] = s;
+    }
+  }
+}
+
+using MatvecFn = void (*)(const MatvecJob, const float*, int64_t, int64_t, int64_t, int, int);
+
+// The kernel for a job: one type's when every matrix has it, else the general one.
+MatvecFn matvec_for(const MatvecJob& job) {
+  const int n = job.swiglu ? 2 : job.n;
+  for (int i = 1; i < n; ++i)
+    if (job.m[i].type != job.m[0].type) return matvec_kernel<DotAny>;
+  switch (job.m[0].type) {
+    case DType::F32: return matvec_kernel<DotOf<UnitF32>>;
+    case DType::F16: return matvec_kernel<DotOf<Unit16<false>>>;
+    case DType::BF16: return matvec_kernel<DotOf<Unit16<true>>>;
+    case DType::Q8_0: return matvec_kernel<DotOf<UnitQ8>>;
+    case DType::Q4_K: return matvec_kernel<DotOf<UnitK<false>>>;
+    case DType::Q5_K: return matvec_kernel<DotOf<UnitK<true>>>;
+    case DType::Q6_K: return matvec_kernel<DotOf<UnitQ6>>;
+    default: return matvec_kernel<DotOf<UnitGeneric>>;
+  }
+}
+
+// ---- several tokens: 64 rows x 32 tokens per block, 64 columns at a time ---------------------
+constexpr int kTR = 64, kTT = 32, kTK = 64;
+
+__global__ void __launch_bounds__(256) gemm_kernel(const DevMat m, const float* __restrict__ x, int64_t n_tok,
+                                                   float* __restrict__ y) {
+  __shared__ float ws[kTR][kTK + 1];
+  __shared__ float xt[kTT][kTK + 1];
+  const int tid = threadIdx.x;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.x) * kTR, t0 = static_cast<int64_t>(blockIdx.y) * kTT;
+  float acc[4][2] = {};
+  for (int64_t k0 = 0; k0 < m.cols; k0 += kTK) {
+    if (tid < 2 * kTR) {  // each of these threads dequantizes one 32-value group
+      const int i = tid / 2, half = tid % 2;
+      float w[32];
+      const int64_t r = r0 + i, g = k0 / 32 + half;
+      if (r < m.rows && g * 32 < m.cols) {
+        deq32(m, r, g, w);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 32; ++j) w[j] = 0.f;
+      }
+#pragma unroll
+      for (int j = 0; j < 32; ++j) ws[i][32 * half + j] = w[j];
+    }
+    for (int idx = tid; idx < kTT * kTK; idx += 256) {
+      const int t = idx / kTK, c = idx % kTK;
+      xt[t][c] = (t0 + t < n_tok && k0 + c < m.cols) ? x[(t0 + t) * m.cols + k0 + c] : 0.f;
+    }
+    __syncthreads();
+    const int rr = tid % 16, tt = (tid / 16) * 2;
+#pragma unroll 8
+    for (int k = 0; k < kTK; ++k) {
+      const float x0 = xt[tt][k], x1 = xt[tt + 1][k];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const float w = ws[rr + 16 * q][k];
+        acc[q][0] += w * x0;
+        acc[q][1] += w * x1;
+      }
+    }
+    __syncthreads();
+  }
+  const int rr = tid % 16, tt = (tid / 16) * 2;
+#pragma unroll
+  for (int q = 0; q < 4; ++q)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int64_t r = r0 + rr + 16 * q, t = t0 + tt + j;
+      if (r < m.rows && t < n_tok) y[t * m.rows + r] = acc[q][j];
+    }
+}
+
+// ---- get_rows: ids by value, 64 per launch -------------------------------------------------------
+struct Ids64 {
+  int32_t v[64];
+};
+
+__global__ void get_rows_kernel(const DevMat m, const Ids64 ids, float* __restrict__ out, const int64_t* dyn) {
+  const int64_t row = dyn ? dyn[0] : ids.v[blockIdx.x];
+  float* o = out + static_cast<int64_t>(blockIdx.x) * m.cols;
+  for (int64_t g = threadIdx.x; g * 32 < m.cols; g += blockDim.x) {
+    float w[32];
+    deq32(m, row, g, w);
+    for (int j = 0; j < 32 && g * 32 + j < m.cols; ++j) o[g * 32 + j] = w[j];
+  }
+}
+
+int64_t padded_cols(int64_t cols) { return (cols + kPadCols - 1) / kPadCols * kPadCols; }
+
+size_t g_smem_optin = 48 * 1024;  // the device's opt-in shared memory per block (configure())
+
+}  // namespace
+
+cudaError_t configure(int64_t max_cols) {
+  (void)max_cols;
+  // The whole opt-in shared memory: x of up to kMaxVecTok tokens (matvec_tokens()).
+  int dev = 0, optin = 0;
+  if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
+  if (cudaError_t e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev); e != cudaSuccess) return e;
+  g_smem_optin = static_cast<size_t>(optin);
+  const size_t bytes = g_smem_optin;
+  const MatvecFn all[] = {matvec_kernel<DotAny>,
+                          matvec_kernel<DotOf<UnitF32>>,
+                          matvec_kernel<DotOf<Unit16<false>>>,
+                          matvec_kernel<DotOf<Unit16<true>>>,
+                          matvec_kernel<DotOf<UnitQ8>>,
+                          matvec_kernel<DotOf<UnitK<false>>>,
+                          matvec_kernel<DotOf<UnitK<true>>>,
+                          matvec_kernel<DotOf<UnitQ6>>,
+                          matvec_kernel<DotOf<UnitGeneric>>};
+  for (MatvecFn f : all) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(reinterpret_cast<const void*>(f), cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
+bool matvec_tokens(int64_t n_tok, int64_t cols) {
+  return n_tok >= 1 && n_tok <= kMaxVecTok &&
+         static_cast<size_t>(n_tok * padded_cols(cols)) * sizeof(float) <= std::min<size_t>(g_smem_optin, 128 * 1024);
+}
+
+cudaError_t matvec(const MatvecJob& job, const float* x, int64_t n_tok, cudaStream_t s) {
+  const int64_t cols = job.m[0].cols, padded = padded_cols(cols);
+  int64_t total = 0;
+  if (job.swiglu) {
+    total = job.m[0].rows;
+  } else {
+    for (int i = 0; i < job.n; ++i) total += job.m[i].rows;
+  }
+  // Rows per warp: up to 4 where there are rows enough to fill the GPU twice
+  // over (x is staged once per block), 1 for small matrices.
+  const int64_t warps_wanted = 132 * 64 * 2;
+  const int rpw = static_cast<int>(std::clamp<int64_t>(total / warps_wanted, 1, 4));
+  const int64_t blocks = (total + kWarps * rpw - 1) / (kWarps * rpw);
+  LAYA_LAUNCH(matvec_for(job), static_cast<unsigned>(blocks), kWarps * 32, static_cast<size_t>(n_tok * padded) * sizeof(float), s)(
+      job, x, cols, padded, total, rpw, static_cast<int>(n_tok));
+  return cudaGetLastError();
+}
+
+cudaError_t gemm(const DevMat& m, const float* x, int64_t n_tok, float* y, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>((m.rows + kTR - 1) / kTR), static_cast<unsigned>((n_tok + kTT - 1) / kTT));
+  LAYA_LAUNCH(gemm_kernel, grid, 256, 0, s)(m, x, n_tok, y);
+  return cudaGetLastError();
+}
+
+cudaError_t get_rows(const DevMat& m, const int32_t* ids, int64_t n, float* out, const int64_t* dyn, cudaStream_t s) {
+  for (int64_t i = 0; i < n; i += 64) {
+    Ids64 chunk{};
+    const int64_t k = std::min<int64_t>(64, n - i);
+    for (int64_t j = 0; j < k; ++j) chunk.v[j] = ids[i + j];
+    LAYA_LAUNCH(get_rows_kernel, static_cast<unsigned>(k), 128, 0, s)(m, chunk, out + i * m.cols, dyn);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace laya::cuda

@@ -1,0 +1,185 @@
+// The decode kernel's units: what one lane of a warp reads (16-byte loads)
+// and multiplies in one step, per weight type. Header-only so that a host
+// build (LAYA_CUDA_HOST_CHECK, tests/cuda/units_host_check.cpp) can check the
+// index arithmetic against the CPU reference without a GPU.
+#pragma once
+
+#include "backend/cuda/dequant.cuh"
+
+namespace laya::cuda {
+
+// Byte i of a 16-byte register value (no trip through local memory).
+__device__ __forceinline__ uint32_t word_at(const uint4& v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
+__device__ __forceinline__ int byte_at(const uint4& v, int i) { return static_cast<int>((word_at(v, i >> 2) >> (8 * (i & 3))) & 0xff); }
+
+// scale_min_k4 on a Q4_K / Q5_K block header held in registers (its scales at bytes 4..15).
+__device__ __forceinline__ void scale_min_k4_reg(int j, const uint4& meta, int* sc, int* m) {
+  auto q = [&](int i) { return byte_at(meta, 4 + i); };
+  if (j < 4) {
+    *sc = q(j) & 63;
+    *m = q(j + 4) & 63;
+  } else {
+    *sc = (q(j + 4) & 0x0F) | ((q(j - 4) >> 6) << 4);
+    *m = (q(j + 4) >> 4) | ((q(j) >> 6) << 4);
+  }
+}
+
+// ---- decode units: what one lane reads and multiplies in one step ----------------------------
+// Each unit type gives: units(cols), Raw, load(m, r, u), dot(raw, m, r, u, xs).
+
+struct UnitF32 {  // 4 values, one 16-byte load
+  using Raw = float4;
+  static __device__ int64_t units(int64_t cols) { return (cols + 3) / 4; }
+  static __device__ Raw load(const DevMat& m, int64_t r, int64_t u) {
+    return __ldg(reinterpret_cast<const float4*>(m.data + static_cast<size_t>(r) * m.stride) + u);
+  }
+  static __device__ float dot(const Raw& w, const DevMat&, int64_t, int64_t u, const float* xs) {
+    const float4 x = reinterpret_cast<const float4*>(xs)[u];
+    return w.x * x.x + w.y * x.y + w.z * x.z + w.w * x.w;
+  }
+};
+
+template <bool kBf16>
+struct Unit16 {  // 8 fp16 / bf16 values, one 16-byte load
+  using Raw = uint4;
+  static __device__ int64_t units(int64_t cols) { return (cols + 7) / 8; }
+  static __device__ Raw load(const DevMat& m, int64_t r, int64_t u) {
+    return __ldg(reinterpret_cast<const uint4*>(m.data + static_cast<size_t>(r) * m.stride) + u);
+  }
+  static __device__ float dot(const Raw& w, const DevMat&, int64_t, int64_t u, const float* xs) {
+    const float4 x0 = reinterpret_cast<const float4*>(xs)[2 * u], x1 = reinterpret_cast<const float4*>(xs)[2 * u + 1];
+    const uint32_t v[4] = {w.x, w.y, w.z, w.w};
+    float f[8];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint16_t lo = static_cast<uint16_t>(v[i] & 0xffff), hi = static_cast<uint16_t>(v[i] >> 16);
+      f[2 * i] = kBf16 ? bf2f(lo) : h2f(lo);
+      f[2 * i + 1] = kBf16 ? bf2f(hi) : h2f(hi);
+    }
+    return f[0] * x0.x + f[1] * x0.y + f[2] * x0.z + f[3] * x0.w + f[4] * x1.x + f[5] * x1.y + f[6] * x1.z + f[7] * x1.w;
+  }
+};
+
+struct UnitQ8 {  // 16 int8 values and their block's fp16 scale
+  struct Raw {
+    uint4 q;
+    uint16_t d;
+  };
+  static __device__ int64_t units(int64_t cols) { return cols / 16; }
+  static __device__ Raw load(const DevMat& m, int64_t r, int64_t u) {
+    Raw w;
+    w.q = __ldg(reinterpret_cast<const uint4*>(m.data + static_cast<size_t>(r) * m.stride) + u);
+    w.d = __ldg(m.scales + static_cast<size_t>(r) * static_cast<size_t>(m.cols / 32) + u / 2);
+    return w;
+  }
+  static __device__ float dot(const Raw& w, const DevMat&, int64_t, int64_t u, const float* xs) {
+    const float* x = xs + u * 16;
+    const uint32_t v[4] = {w.q.x, w.q.y, w.q.z, w.q.w};
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int b = 0; b < 4; ++b) s += static_cast<float>(static_cast<int8_t>(v[i] >> (8 * b))) * x[4 * i + b];
+    return s * h2f(w.d);
+  }
+};
+
+// Q4_K / Q5_K: 16 bytes of a block's 4-bit values (32 values of two
+// sub-blocks), its 16-byte header (d, dmin, scales) and, for Q5_K, the 16
+// bytes of high bits for those positions.
+template <bool kQ5>
+struct UnitK {
+  struct Raw {
+    uint4 q, meta, h;
+  };
+  static constexpr int kBlock = kQ5 ? 176 : 144;
+  static __device__ int64_t units(int64_t cols) { return cols / 32; }
+  static __device__ Raw load(const DevMat& m, int64_t r, int64_t u) {
+    const uint8_t* b = m.data + static_cast<size_t>(r) * m.stride + (u / 8) * kBlock;
+    const int k = static_cast<int>(u % 8);  // 64-value group k / 2, first or second 16 bytes of its 32
+    Raw w;
+    w.meta = __ldg(reinterpret_cast<const uint4*>(b));
+    w.q = __ldg(reinterpret_cast<const uint4*>(b + (kQ5 ? 48 : 16) + 16 * k));
+    if (kQ5) w.h = __ldg(reinterpret_cast<const uint4*>(b + 16 + 16 * (k % 2)));
+    return w;
+  }
+  static __device__ float dot(const Raw& w, const DevMat&, int64_t, int64_t u, const float* xs) {
+    const int k = static_cast<int>(u % 8), grp = k / 2, half = k % 2;
+    int sc0, m0, sc1, m1;
+    scale_min_k4_reg(2 * grp, w.meta, &sc0, &m0);
+    scale_min_k4_reg(2 * grp + 1, w.meta, &sc1, &m1);
+    const float d = h2f(static_cast<uint16_t>(w.meta.x & 0xffff)), dmin = h2f(static_cast<uint16_t>(w.meta.x >> 16));
+    const float d0 = d * static_cast<float>(sc0), mm0 = dmin * static_cast<float>(m0);
+    const float d1 = d * static_cast<float>(sc1), mm1 = dmin * static_cast<float>(m1);
+    const float* x0 = xs + (u / 8) * 256 + 64 * grp + 16 * half;  // low nibbles: sub-block 2 grp
+    const float* x1 = x0 + 32;                                     // high nibbles: sub-block 2 grp + 1
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const int qb = byte_at(w.q, i);
+      int lo = qb & 0x0F, hi = qb >> 4;
+      if (kQ5) {
+        const int hb = byte_at(w.h, i);
+        lo += (hb >> (2 * grp)) & 1 ? 16 : 0;
+        hi += (hb >> (2 * grp + 1)) & 1 ? 16 : 0;
+      }
+      s += (d0 * static_cast<float>(lo) - mm0) * x0[i] + (d1 * static_cast<float>(hi) - mm1) * x1[i];
+    }
+    return s;
+  }
+};
+
+// Q6_K (split on the device): one 32-value group of a block, n = half, qd =
+// quarter: 32 bytes of low bits, 32 of high bits, two int8 scales, the fp16 d.
+struct UnitQ6 {
+  struct Raw {
+    uint4 l0, l1, h0, h1;
+    uint16_t sc, d;
+  };
+  static __device__ int64_t units(int64_t cols) { return cols / 32; }
+  static __device__ Raw load(const DevMat& m, int64_t r, int64_t u) {
+    const int g = static_cast<int>(u % 8), n = g / 4, qd = g % 4;
+    const uint8_t* b = m.data + static_cast<size_t>(r) * m.stride + (u / 8) * 208;
+    const uint4* ql = reinterpret_cast<const uint4*>(b + 64 * n + 32 * (qd & 1));
+    const uint4* qh = reinterpret_cast<const uint4*>(b + 128 + 32 * n);
+    Raw w;
+    w.l0 = __ldg(ql);
+    w.l1 = __ldg(ql + 1);
+    w.h0 = __ldg(qh);
+    w.h1 = __ldg(qh + 1);
+    w.sc = __ldg(reinterpret_cast<const uint16_t*>(b + 192 + 8 * n + 2 * qd));
+    w.d = __ldg(m.scales + static_cast<size_t>(r) * static_cast<size_t>(m.cols / 256) + u / 8);
+    return w;
+  }
+  static __device__ float dot(const Raw& w, const DevMat&, int64_t, int64_t u, const float* xs) {
+    const int g = static_cast<int>(u % 8), n = g / 4, qd = g % 4, shift = qd >= 2 ? 4 : 0;
+    const float d = h2f(w.d);
+    const float s0 = d * static_cast<float>(static_cast<int8_t>(w.sc & 0xff));
+    const float s1 = d * static_cast<float>(static_cast<int8_t>(w.sc >> 8));
+    const float* x = xs + (u / 8) * 256 + 128 * n + 32 * qd;
+    float s = 0.f;
+#pragma unroll
+    for (int l = 0; l < 32; ++l) {
+      const int lb = byte_at(l < 16 ? w.l0 : w.l1, l & 15), hb = byte_at(l < 16 ? w.h0 : w.h1, l & 15);
+      const int q = (((lb >> shift) & 0x0F) | (((hb >> (2 * qd)) & 3) << 4)) - 32;
+      s += (l < 16 ? s0 : s1) * static_cast<float>(q) * x[l];
+    }
+    return s;
+  }
+};
+
+struct UnitGeneric {  // 32 values through deq32 (byte loads): Q4_0, Q4_1, Q5_0, Q5_1
+  using Raw = int;
+  static __device__ int64_t units(int64_t cols) { return (cols + 31) / 32; }
+  static __device__ Raw load(const DevMat&, int64_t, int64_t) { return 0; }
+  static __device__ float dot(const Raw&, const DevMat& m, int64_t r, int64_t u, const float* xs) {
+    float w[32];
+    deq32(m, r, u, w);
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) s += w[j] * xs[u * 32 + j];
+    return s;
+  }
+};
+
+}  // namespace laya::cuda
