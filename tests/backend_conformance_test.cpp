@@ -83,7 +83,7 @@ std::unique_ptr<Backend> make(const std::string& name, const ForwardLimits& lim)
 // Why a backend this build has cannot run on this machine (the cuda backend
 // without a GPU: kUnsupported from make_backend), or empty when it can.
 std::string unavailable(const std::string& name) {
-  auto be = make_backend(name, BackendOptions{.n_threads = 1, .lock_memory = false}, ForwardLimits{16, 16, 1, 1});
+  auto be = make_backend(name, BackendOptions{.n_threads = 1, .lock_memory = false, .on_prepare_progress = {}}, ForwardLimits{16, 16, 1, 1});
   return be.ok() || be.status().code() != StatusCode::kUnsupported ? std::string() : be.status().message();
 }
 // Skips the test, naming the reason, where the backend cannot run here.
