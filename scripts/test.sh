@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test command (README, CI): build, run every test with ctest, then the
-# ASan+UBSan build of the parser and tokenizer tests, then a short fuzz run.
-#   FUZZ_SECONDS=15 (per target, 6 targets: the CI budget is 30 min on 2 cores) SKIP_SANITIZE=1 SKIP_FUZZ=1 to shorten.
+# ASan+UBSan build of the parser, tokenizer, session and C API tests, the CUDA
+# sources compiled with nvcc (where installed), then a short fuzz run.
+#   FUZZ_SECONDS=15 (per target, 7 targets: the CI budget is 30 min on 2 cores)
+#   SKIP_SANITIZE=1 SKIP_CUDA=1 SKIP_FUZZ=1 to shorten.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$ROOT/scripts/build.sh"
@@ -18,6 +20,11 @@ if [ -z "${SKIP_SANITIZE:-}" ]; then
   echo "== ASan+UBSan: parser and tokenizer tests"
   "$ROOT/tools/ci/sanitize.sh"
   echo "== sanitizer tests done after ${SECONDS}s"
+fi
+if [ -z "${SKIP_CUDA:-}" ]; then
+  echo "== CUDA backend sources compiled with nvcc (where installed; no GPU needed)"
+  "$ROOT/tools/ci/cuda_compile.sh"
+  echo "== CUDA compile done after ${SECONDS}s"
 fi
 if [ -z "${SKIP_FUZZ:-}" ]; then
   echo "== libFuzzer: GGUF and safetensors readers, tokenizer.json loading, CLI numbers, traces"

@@ -331,11 +331,13 @@ class Replayer {
 namespace {
 
 // The suggest_ms of every event of `traces` replayed with no swap on the model
-// at `path` (--fast, synchronous, not verified): what swap_added_ms subtracts.
+// at `path` (synchronous, not verified, with the measured run's --gap-ms: a
+// pause between events costs the next one the threads' wake-up, so a
+// baseline without it would credit the swap with that): what swap_added_ms subtracts.
 Result<std::vector<double>> baseline(const std::string& path, const ModelSlotOptions& mso, const SessionOptions& so,
-                                     const SuggestOptions& opt, const std::vector<Trace>& traces) {
+                                     const SuggestOptions& opt, const std::vector<Trace>& traces, double gap_ms) {
   LAYA_ASSIGN_OR_RETURN(std::unique_ptr<ModelSlot> slot, ModelSlot::create(path, mso));
-  Replayer rp(*slot, so, opt, /*fast=*/true, /*verify=*/false);
+  Replayer rp(*slot, so, opt, /*fast=*/true, /*verify=*/false, nullptr, "", gap_ms);
   Stats all;
   for (const Trace& t : traces) {
     Stats s;
@@ -485,10 +487,10 @@ int cmd_replay(int argc, char** argv) {
   // load bar then (two bars would write over each other).
   if (swapping) mso.engine.on_prepare_progress = nullptr;
   std::vector<double> base_a, base_b;
-  if (swapping && (fast || verify)) {  // before the measured run, whose memory they must not share
-    auto a = baseline(flags.model_path, mso, so, opt, traces);
+  if (swapping && (fast || verify || gap_ms > 0)) {  // before the measured run, whose memory they must not share
+    auto a = baseline(flags.model_path, mso, so, opt, traces, gap_ms);
     if (!a.ok()) return report_error("replay", a.status());
-    auto b = baseline(swap_to, mso, so, opt, traces);
+    auto b = baseline(swap_to, mso, so, opt, traces, gap_ms);
     if (!b.ok()) return report_error("replay", b.status());
     base_a = std::move(a).value();
     base_b = std::move(b).value();
