@@ -197,9 +197,10 @@ void print_stats(const std::string& name, const ReplayStats& r) {
 TEST(SessionIncremental, SyntheticTypingEqualsFromScratch) {
   REQUIRE_ENV();
   const auto ev = synthetic_typing();
-  const ReplayStats r = replay(E, ev, ev.size(), "synthetic");
+  const size_t n = ::laya::test::sanitizer_scaled(ev.size());
+  const ReplayStats r = replay(E, ev, n, "synthetic");
   print_stats("synthetic", r);
-  EXPECT_EQ(r.events, static_cast<int>(ev.size()));
+  EXPECT_EQ(r.events, static_cast<int>(n));
   EXPECT_EQ(r.mismatches, 0);
   EXPECT_LE(percentile(r.computed, 0.5), 3);
 }

@@ -32,6 +32,17 @@ std::string fixtures_dir();
   if (!std::filesystem::exists(LAYA_CLI_PATH))                                          \
   GTEST_SKIP() << LAYA_CLI_PATH << " not built (the sanitizer build has no CLI); skipping CLI test"
 
+// Iterations of a long randomized test: n, or a quarter of n in the
+// AddressSanitizer build, which runs them ~3x slower inside CI's 30 minutes
+// (tools/ci/sanitize.sh: 314 s for its tests); the Release build runs all n.
+constexpr size_t sanitizer_scaled(size_t n) {
+#if defined(__SANITIZE_ADDRESS__)
+  return n / 4 > 0 ? n / 4 : 1;
+#else
+  return n;
+#endif
+}
+
 struct NpyArray {
   std::vector<int64_t> shape;
   std::vector<float> data;  // float32 only

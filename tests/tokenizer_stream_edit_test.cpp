@@ -172,7 +172,7 @@ TEST(TokenizerEdit, RandomEditsEqualFullTokenization) {
       std::mt19937 rng(1234 + variant);
       EditTokenizer et(*tok, special);
       ASSERT_TRUE(et.set_text("Hello world, this is a test.\n").ok());
-      for (int step = 0; step < 3000; ++step) {
+      for (int step = 0; step < static_cast<int>(::laya::test::sanitizer_scaled(3000)); ++step) {
         size_t cps = 0;
         for (unsigned char c : et.text()) cps += (c & 0xC0) != 0x80;
         size_t pos = rng() % (cps + 1);
