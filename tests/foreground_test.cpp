@@ -16,6 +16,20 @@ using std::chrono::milliseconds;
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
+// A Scope held on another thread (a keystroke being computed) until
+// `release` is set; constructed once the scope is held.
+struct OtherThreadsScope {
+  std::atomic<bool> entered{false}, release{false};
+  std::thread thread{[this] {
+    const foreground::Scope busy;
+    entered = true;
+    while (!release) std::this_thread::sleep_for(milliseconds(1));
+  }};
+  OtherThreadsScope() {
+    while (!entered) std::this_thread::yield();
+  }
+};
+
 TEST(Foreground, YieldReturnsAtOnceWhenNothingRuns) {
   ASSERT_EQ(foreground::held(), 0);
   const auto t = Clock::now();
@@ -24,21 +38,15 @@ TEST(Foreground, YieldReturnsAtOnceWhenNothingRuns) {
 }
 
 TEST(Foreground, YieldWaitsForAnotherThreadsScopeToEnd) {
-  std::atomic<bool> entered{false}, release{false};
-  std::thread fg([&] {
-    const foreground::Scope busy;
-    entered = true;
-    while (!release) std::this_thread::sleep_for(milliseconds(1));
-  });
-  while (!entered) std::this_thread::yield();
+  OtherThreadsScope fg;
   std::thread releaser([&] {
     std::this_thread::sleep_for(milliseconds(50));
-    release = true;
+    fg.release = true;
   });
   const auto t = Clock::now();
   foreground::yield(milliseconds(10000));
   const double waited = ms_since(t);
-  fg.join();
+  fg.thread.join();
   releaser.join();
   EXPECT_GE(waited, 40.0) << "yield did not wait for the keystroke";
   EXPECT_LT(waited, 5000.0) << "yield was not woken when the scope ended";
@@ -46,18 +54,12 @@ TEST(Foreground, YieldWaitsForAnotherThreadsScopeToEnd) {
 }
 
 TEST(Foreground, YieldIsBoundedAndNeverWaitsForItsOwnScope) {
-  std::atomic<bool> entered{false}, release{false};
-  std::thread fg([&] {
-    const foreground::Scope busy;
-    entered = true;
-    while (!release) std::this_thread::sleep_for(milliseconds(1));
-  });
-  while (!entered) std::this_thread::yield();
+  OtherThreadsScope fg;
   auto t = Clock::now();
   foreground::yield(milliseconds(30));  // the other scope stays: the bound ends the wait
   EXPECT_GE(ms_since(t), 25.0);
-  release = true;
-  fg.join();
+  fg.release = true;
+  fg.thread.join();
   {
     const foreground::Scope mine;
     t = Clock::now();
