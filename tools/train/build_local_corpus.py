@@ -21,8 +21,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # The public typing traces must not leak into training data.
-EXCLUDE_BASENAMES = {"bisect.py"}
+from corpus_common import EXCLUDE_BASENAMES, path_hash01, trace_hit, write_part  # noqa: E402
 
 # ---------------------------------------------------------------- roff -> text
 _ESC_CHARS = {
@@ -250,7 +251,9 @@ def norm_key(text):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="build-train-data")
-    ap.add_argument("--header-mb", type=int, default=40)
+    ap.add_argument("--header-mb", type=int, default=16, help="C/C++ headers: the first N MiB in path order")
+    ap.add_argument("--en-mb", type=float, default=32,
+                    help="English: keep a hash-chosen subset of about N MiB (the fetched parts add more)")
     ap.add_argument("--reuse", action="store_true", help="re-filter OUT/local_corpus.jsonl.xz instead of collecting again")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -271,7 +274,7 @@ def main():
         for d in gen:
             if not keep(d):
                 continue
-            if os.path.basename(d["src"]) in EXCLUDE_BASENAMES:
+            if os.path.basename(d["src"]) in EXCLUDE_BASENAMES or trace_hit(d["text"]):
                 continue
             k = norm_key(d["text"])
             if k in seen:
@@ -281,13 +284,16 @@ def main():
             s = stats.setdefault(d["kind"], [0, 0])
             s[0] += 1
             s[1] += len(d["text"])
+    en = [d for d in docs if d["kind"] == "en"]
+    en_total = sum(len(d["text"]) for d in en)
+    if en_total > args.en_mb * (1 << 20):  # hash-chosen cap (fetch_corpus.py adds more English)
+        keep_share = args.en_mb * (1 << 20) / en_total
+        docs = [d for d in docs if d["kind"] != "en" or path_hash01(d["src"], "local-en") < keep_share]
+        stats["en"] = [sum(1 for d in docs if d["kind"] == "en"), sum(len(d["text"]) for d in docs if d["kind"] == "en")]
+        print(f"en: kept a hash-chosen {keep_share:.0%} of {en_total / 1e6:.1f} M chars")
     docs.sort(key=lambda d: d["src"])
     path = os.path.join(args.out, "local_corpus.jsonl.xz")
-    tmp = path + ".tmp"
-    with lzma.open(tmp, "wt", encoding="utf-8", preset=6) as f:
-        for d in docs:
-            f.write(json.dumps(d, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    write_part(path, docs, preset=9)
     for k, (n, c) in sorted(stats.items()):
         print(f"{k}: {n} files, {c / 1e6:.1f} M chars")
     print("wrote", path, os.path.getsize(path) / 1e6, "MB")
