@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """laya's default model: corpus (Python part), tokenizer, Llama training with
 a fill-in-the-middle objective, evaluation, Hugging Face export. Runs on the
-GPU machine (see run_device.sh, which also writes the GGUF files).
+GPU machine (see run_device.sh, which also writes the GGUF files). The other
+parts come from --data: local_corpus.jsonl.xz (build_local_corpus.py) and
+part-KIND.jsonl.xz (fetch_corpus.py), read by corpus_common.read_parts.
+
+`--prep-check` runs the corpus and tokenizer path on a sample without torch
+(needs only `tokenizers` and `numpy`), to check a corpus before a GPU call.
 
 Everything is seeded; the number of optimizer steps is either given (--steps,
 to reproduce a run exactly) or fitted to --train-seconds from the speed
@@ -21,14 +26,20 @@ import site
 import time
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from train_tokenizer import SPECIAL, make_tokenizer  # noqa: E402
+from corpus_common import EXCLUDE_BASENAMES, han_count, is_val, part_files, read_parts, trace_hit  # noqa: E402
 
-EXCLUDE_BASENAMES = {"bisect.py"}  # source of a public typing trace
+VOCAB = 12288  # measured choice (8192 / 12288 / 16384 / 20480), see models/README.md "Tokenizer"
+torch = F = None  # imported in main() unless --prep-check (no torch needed there)
 T0 = time.time()
+
+# Characters of each part in the tokenizer's training sample (the parts' shares of the vocabulary follow).
+TOK_SAMPLE = {"py": 12e6, "en": 9e6, "zh": 6e6, "c": 2.25e6, "go": 2.25e6, "rust": 2.25e6, "js": 2.25e6}
+# Training rows per part (models/README.md, Data, says why). Chinese is small (8.8 M chars, ~4.4 M tokens)
+# but is the product's example language: 10 % of ~530 M tokens is ~12 passes over it. The three traced
+# languages (py, en, zh) get 76 %; C, Go, Rust and JS/TS 6 % each (~5 passes over their ~5-6 M tokens).
+DEFAULT_MIX = "py:0.34,en:0.32,zh:0.10,c:0.06,go:0.06,rust:0.06,js:0.06"
 
 
 def log(*a):
@@ -63,7 +74,7 @@ def collect_python(budget_chars):
         for d, dirs, files in os.walk(root):
             dirs.sort()
             for f in sorted(files):
-                if not f.endswith(".py") or f in EXCLUDE_BASENAMES:
+                if not f.endswith(".py") or f in EXCLUDE_BASENAMES:  # sources of public typing traces
                     continue
                 p = os.path.join(d, f)
                 if os.path.islink(p):
@@ -73,7 +84,7 @@ def collect_python(budget_chars):
                         s = fh.read(400_001).decode("utf-8")
                 except (OSError, UnicodeDecodeError):
                     continue
-                if not good_python(s):
+                if not good_python(s) or trace_hit(s):
                     continue
                 docs.append({"src": p, "kind": "py", "text": s})
                 total += len(s)
@@ -92,13 +103,9 @@ def dedup(docs):
     return out
 
 
-def is_val(src):
-    # Held out by file: ~1.5% of files, by a hash of the path.
-    return int(hashlib.md5(src.encode()).hexdigest()[:8], 16) % 1000 < 15
-
-
 # ------------------------------------------------------------------ model
 def build_model(args, vocab, eot):
+    import torch
     from transformers import LlamaConfig, LlamaForCausalLM
     import transformers
     kw = dict(vocab_size=vocab, hidden_size=args.hidden, intermediate_size=args.ffn, num_hidden_layers=args.layers,
@@ -125,34 +132,47 @@ def prepare(args, metrics):
     """Corpus, tokenizer, token streams. Cached in --prep-dir (a second call on
     the same machine skips it)."""
     # ---- corpus
-    docs = []
-    with lzma.open(os.path.join(args.data, "local_corpus.jsonl.xz"), "rt", encoding="utf-8") as f:
-        for line in f:
-            docs.append(json.loads(line))
-    py_budget = (5 if args.smoke else args.py_mb) * 1e6
+    small = args.smoke or args.prep_check
+    log("parts:", [os.path.basename(p) for p in part_files(args.data)])
+    docs = list(read_parts(args.data))
+    py_budget = (5 if small else args.py_mb) * 1e6
     docs += collect_python(py_budget)
-    if args.smoke:
+    if small:
         rng0 = random.Random(0)
-        docs = [d for d in docs if rng0.random() < 0.03]
-    docs = [d for d in docs if os.path.basename(d["src"]) not in EXCLUDE_BASENAMES]
+        docs = [d for d in docs if rng0.random() < args.small_frac]
+    n_trace = sum(1 for d in docs if trace_hit(d["text"]))
+    docs = [d for d in docs if os.path.basename(d["src"].split("#")[0]) not in EXCLUDE_BASENAMES
+            and not trace_hit(d["text"])]
     n0 = len(docs)
     docs = dedup(docs)
-    log(f"corpus: {n0} files, {len(docs)} after dedup")
+    log(f"corpus: {n0} files, {len(docs)} after dedup ({n_trace} dropped for typing-trace text)")
     stats = {}
     for d in docs:
-        s = stats.setdefault(d["kind"], {"files": 0, "chars": 0, "bytes": 0})
+        s = stats.setdefault(d["kind"], {"files": 0, "chars": 0, "bytes": 0, "han": 0})
         s["files"] += 1
         s["chars"] += len(d["text"])
         s["bytes"] += len(d["text"].encode("utf-8"))
+        if d["kind"] == "zh":
+            s["han"] += han_count(d["text"])
     log("corpus stats", stats)
     metrics["corpus"] = stats
 
+    if args.prep_check:
+        for k, v in sorted(stats.items()):
+            log(f"  {k}: {v}")
     # ---- tokenizer (trained on a sample of the training split)
-    from tokenizers import Tokenizer, trainers, pre_tokenizers
+    try:
+        from tokenizers import Tokenizer, trainers, pre_tokenizers
+    except ImportError:
+        if not args.prep_check:
+            raise
+        log("prep check: `tokenizers` is not installed here; corpus reading checked, tokenizer skipped")
+        return None
+    from train_tokenizer import SPECIAL, make_tokenizer
     rng = random.Random(args.seed)
     train_docs = [d for d in docs if not is_val(d["src"])]
     val_docs = [d for d in docs if is_val(d["src"])]
-    tok_budget = {"py": 24e6, "en": 12e6, "zh": 2e6, "c": 4e6}
+    tok_budget = TOK_SAMPLE
     sample = []
     by_kind = {}
     for d in train_docs:
@@ -160,7 +180,7 @@ def prepare(args, metrics):
     for kind in sorted(by_kind):
         texts = by_kind[kind][:]
         rng.shuffle(texts)
-        left = tok_budget.get(kind, 0) / (20 if args.smoke else 1)
+        left = tok_budget.get(kind, 2e6) / (20 if small else 1)
         for t in texts:
             if left <= 0:
                 break
@@ -170,7 +190,9 @@ def prepare(args, metrics):
     tok = make_tokenizer()
     trainer = trainers.BpeTrainer(vocab_size=args.vocab, min_frequency=2, special_tokens=SPECIAL, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), max_token_length=24)
+    t_tok = time.time()
     tok.train_from_iterator(sample, trainer=trainer, length=len(sample))
+    log(f"tokenizer trained on {sum(len(t) for t in sample) / 1e6:.1f} M chars in {time.time() - t_tok:.1f} s")
     del sample
     tok.save(os.path.join(args.out, "tokenizer.json"))
     tok = Tokenizer.from_file(os.path.join(args.out, "tokenizer.json"))
@@ -235,6 +257,11 @@ def prepare(args, metrics):
     for kind in sorted(by_kind):
         kd = [d["text"] for d in val_docs if d["kind"] == kind]
         enc = encode_many(kd)
+        n_tok, n_bytes, n_han = sum(e.size for e in enc), sum(len(t.encode("utf-8")) for t in kd), sum(map(han_count, kd))
+        metrics.setdefault("tokenizer_val", {})[kind] = {
+            "bytes_per_token": n_bytes / max(1, n_tok), "tokens_per_han": n_tok / n_han if n_han > 1000 else None}
+        log(f"val[{kind}]: {n_bytes / max(1, n_tok):.2f} bytes/token" +
+            (f", {n_tok / n_han:.2f} tokens per Han character" if n_han > 1000 else ""))
         arr = np.concatenate([np.concatenate([np.array([EOT], dtype=np.int32), e]) for e in enc]) if enc else np.zeros(0, np.int32)
         if arr.size > 1_500_000:
             arr = arr[:1_500_000]
@@ -253,7 +280,8 @@ def save_prep(d, tok, streams, val_streams, tok_bytes, metrics):
         np.save(os.path.join(d, f"val_{k}.npy"), v)
     np.save(os.path.join(d, "tok_bytes.npy"), tok_bytes)
     with open(os.path.join(d, "prep.json"), "w") as f:
-        json.dump({k: metrics[k] for k in ("corpus", "tokenizer", "train_tokens_available") if k in metrics}, f)
+        json.dump({k: metrics[k] for k in ("corpus", "tokenizer", "tokenizer_val", "train_tokens_available")
+                   if k in metrics}, f)
     open(os.path.join(d, "DONE"), "w").close()
 
 
@@ -276,8 +304,8 @@ def main():
     ap.add_argument("--work", default="/tmp/laya-train")
     ap.add_argument("--out", default="/tmp/laya-train/hf")
     ap.add_argument("--seed", type=int, default=1234)
-    ap.add_argument("--vocab", type=int, default=8192)
-    ap.add_argument("--py-mb", type=float, default=350, help="Python source budget (M chars)")
+    ap.add_argument("--vocab", type=int, default=VOCAB)
+    ap.add_argument("--py-mb", type=float, default=300, help="Python source budget (M chars)")
     ap.add_argument("--hidden", type=int, default=512)
     ap.add_argument("--ffn", type=int, default=1152)
     ap.add_argument("--layers", type=int, default=6)
@@ -293,20 +321,32 @@ def main():
     ap.add_argument("--steps", type=int, default=0, help="0: fit to --train-seconds")
     ap.add_argument("--train-seconds", type=float, default=420)
     ap.add_argument("--fim-rate", type=float, default=0.3)
-    ap.add_argument("--mix", default="py:0.55,en:0.30,zh:0.03,c:0.12")
+    ap.add_argument("--mix", default=DEFAULT_MIX, help="share of training rows per part (renormalised)")
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="tiny data and steps: checks the pipeline")
     ap.add_argument("--prep-only", action="store_true", help="corpus, tokenizer and token streams only (cached in WORK/prep)")
+    ap.add_argument("--prep-check", action="store_true",
+                    help="no torch: corpus + tokenizer + tokenization on a --small-frac sample, nothing saved")
+    ap.add_argument("--small-frac", type=float, default=0.03, help="share of files used by --smoke / --prep-check")
     ap.add_argument("--budget-seconds", type=float, default=0,
                     help="wall-clock budget of this process; training stops to leave --post-reserve for the rest")
     ap.add_argument("--post-reserve", type=float, default=45)
     args = ap.parse_args()
     random.seed(args.seed)
     np.random.seed(args.seed)
-    torch.manual_seed(args.seed)
     os.makedirs(args.work, exist_ok=True)
     os.makedirs(args.out, exist_ok=True)
     metrics = {"args": vars(args)}
+    if args.prep_check:
+        if prepare(args, metrics) is None:
+            return
+        log("prep check: done", json.dumps({k: metrics[k] for k in ("tokenizer", "tokenizer_val", "train_tokens_available")
+                                            if k in metrics}))
+        return
+    global torch, F
+    import torch
+    import torch.nn.functional as F
+    torch.manual_seed(args.seed)
 
     from tokenizers import Tokenizer
     prep_dir = os.path.join(args.work, "prep")
@@ -318,6 +358,7 @@ def main():
         if not args.smoke:
             save_prep(prep_dir, tok, streams, val_streams, tok_bytes, metrics)
             log("saved prepared data to", prep_dir)
+    from train_tokenizer import SPECIAL
     tok.save(os.path.join(args.out, "tokenizer.json"))
     if args.prep_only:
         log("prep only: done")
@@ -482,7 +523,9 @@ def main():
         # ---- samples (greedy, 16 tokens)
         prompts = ["def ", "import numpy as np\n\ndef softmax(x):\n    ", "class Stack:\n    def __init__(self):\n        ",
                    "for i in range(", "    return ", "The meeting will", "Please note that the", "We agreed to",
-                   "This manual page documents", "If the file does not exist,"]
+                   "This manual page documents", "If the file does not exist,",
+                   "关于下个月的工作安排", "我们需要在周五之前", "请各位同事",
+                   "func main() {\n\t", "fn main() {\n    let ", "const express = require("]
         samples = []
         with torch.no_grad():
             for p in prompts:
