@@ -140,9 +140,10 @@ def prepare(args, metrics):
     if small:
         rng0 = random.Random(0)
         docs = [d for d in docs if rng0.random() < args.small_frac]
-    n_trace = sum(1 for d in docs if trace_hit(d["text"]))
+    n_all = len(docs)
     docs = [d for d in docs if os.path.basename(d["src"].split("#")[0]) not in EXCLUDE_BASENAMES
             and not trace_hit(d["text"])]
+    n_trace = n_all - len(docs)
     n0 = len(docs)
     docs = dedup(docs)
     log(f"corpus: {n0} files, {len(docs)} after dedup ({n_trace} dropped for typing-trace text)")
