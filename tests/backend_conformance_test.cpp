@@ -807,6 +807,102 @@ TEST_P(BackendConformance, KvStoreAndAttention) {
               static_cast<long long>(pool_checks));
 }
 
+// The fused sequences of the Backend interface (norm_matmul_group,
+// norm_matmul_swiglu, matmul_add, rope_kv_store) against the same backend's
+// separate ops: a backend that fuses them into one kernel (CUDA) must give
+// what the sequence gives, in every buffer the sequence writes.
+TEST_P(BackendConformance, FusedSequencesMatchTheirOps) {
+  SKIP_IF_UNAVAILABLE(GetParam());
+  const std::string backend = GetParam();
+  std::mt19937 rng(31);
+  Measure m(backend);
+  const int64_t E = 256, F = 48;  // Q4_K rows are 256 values
+  const float eps = 1e-5f;
+  auto as_double = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
+  for (DType type : {DType::BF16, DType::Q8_0, DType::Q4_K}) {
+    auto norm = random_vector(E, rng, "norm");
+    auto wq = random_weight(type, 33, E, rng, "wq"), wk = random_weight(type, 16, E, rng, "wk");
+    auto wg = random_weight(type, F, E, rng, "gate"), wu = random_weight(type, F, E, rng, "up");
+    auto wo = random_weight(type, E, E, rng, "wo");
+    const std::vector<const Tensor*> mats = {&wq->t, &wk->t, &wg->t, &wu->t, &wo->t};
+    std::vector<const Tensor*> all = mats;
+    all.push_back(&norm->t);
+    std::unique_ptr<Backend> be = make(backend, ForwardLimits{E, 16, 1, kMaxBatch});
+    must(be->prepare_weights(mats, all), "prepare_weights");
+    for (int64_t n_tok : kNTok) {
+      const std::string where = fmt::format("{} n_tok {}", dtype_name(type), n_tok);
+      const auto x = random_floats(static_cast<size_t>(E * n_tok), rng, 2.f);
+      Buffer xd = upload(*be, x, "x");
+      auto buf = [&](int64_t rows) { return alloc(*be, static_cast<size_t>(rows * n_tok) * 4, "out"); };
+      auto get = [&](const Buffer& b, int64_t rows) { return download<float>(*be, b.data(), static_cast<size_t>(rows * n_tok)); };
+      auto same = [&](const char* what, const Buffer& fused, const Buffer& seq, int64_t rows, double bound) {
+        m.add(fmt::format("fused {}", what), rel_err(get(fused, rows), as_double(get(seq, rows)), 0), bound, where);
+      };
+      // xn = rms_norm(x); q, k = xn · wq, wk
+      Buffer xn1 = buf(E), q1 = buf(33), k1 = buf(16), xn2 = buf(E), q2 = buf(33), k2 = buf(16);
+      const MatmulOut o1[2] = {{&wq->t, q1.as<float>()}, {&wk->t, k1.as<float>()}};
+      const MatmulOut o2[2] = {{&wq->t, q2.as<float>()}, {&wk->t, k2.as<float>()}};
+      must(be->norm_matmul_group(xd.as<float>(), norm->t, eps, E, xn1.as<float>(), o1, 2, n_tok), "norm_matmul_group " + where);
+      must(be->rms_norm(xd.as<float>(), norm->t, n_tok, E, eps, xn2.as<float>()), "rms_norm " + where);
+      must(be->matmul_group(o2, 2, xn2.as<float>(), n_tok), "matmul_group " + where);
+      same("norm_matmul_group xn", xn1, xn2, E, kExactTol);
+      same("norm_matmul_group q", q1, q2, 33, kFloatTol);
+      same("norm_matmul_group k", k1, k2, 16, kFloatTol);
+      // gate, up = silu(xn · gate) * (xn · up)
+      Buffer g1 = buf(F), u1 = buf(F), g2 = buf(F), u2 = buf(F);
+      must(be->norm_matmul_swiglu(xd.as<float>(), norm->t, eps, E, xn1.as<float>(), wg->t, wu->t, n_tok, g1.as<float>(),
+                                  u1.as<float>()), "norm_matmul_swiglu " + where);
+      must(be->matmul_swiglu(wg->t, wu->t, xn2.as<float>(), n_tok, g2.as<float>(), u2.as<float>()), "matmul_swiglu " + where);
+      same("norm_matmul_swiglu xn", xn1, xn2, E, kExactTol);
+      same("norm_matmul_swiglu out", u1, u2, F, kFloatTol);
+      // y += x · woᵀ
+      const auto y0 = random_floats(static_cast<size_t>(E * n_tok), rng);
+      Buffer y1 = upload(*be, y0, "y"), y2 = upload(*be, y0, "y"), t1 = buf(E), t2 = buf(E);
+      must(be->matmul_add(wo->t, xd.as<float>(), n_tok, t1.as<float>(), y1.as<float>()), "matmul_add " + where);
+      must(be->matmul(wo->t, xd.as<float>(), n_tok, t2.as<float>()), "matmul " + where);
+      must(be->add(y2.as<float>(), t2.as<float>(), E * n_tok), "add " + where);
+      same("matmul_add", y1, y2, E, kFloatTol);
+    }
+  }
+  // rope(q), rope(k), kv_store(k, v): q, k and every byte of the pool.
+  const int64_t hd = 64, n_head = 4, n_head_kv = 2, n_pos = 64, half = hd / 2;
+  std::vector<float> cs(static_cast<size_t>(2 * n_pos * half));
+  for (int64_t p = 0; p < n_pos; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      const double a = static_cast<double>(p) * std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(hd));
+      cs[static_cast<size_t>(p * half + i)] = static_cast<float>(std::cos(a));
+      cs[static_cast<size_t>(n_pos * half + p * half + i)] = static_cast<float>(std::sin(a));
+    }
+  std::unique_ptr<Backend> be = make(backend, ForwardLimits{kMaxCols, 64, 8, kMaxBatch});
+  must(be->prepare_weights({}, {}), "prepare_weights");
+  Buffer table = upload(*be, cs, "rope table");
+  for (DType type : {DType::F32, DType::F16, DType::Q8_0}) {
+    const KvLayout L{2, n_head_kv, hd, type, 16};
+    for (const bool interleaved : {false, true}) {
+      const RopeTable rt{table.as<float>(), table.as<float>() + n_pos * half, half, n_pos, interleaved};
+      for (int64_t n_tok : kNTok) {
+        const int64_t pos0 = 5, n_blocks = (pos0 + n_tok + 15) / 16;
+        const std::string where = fmt::format("{} cache, {}, n_tok {}", dtype_name(type), interleaved ? "interleaved" : "halves", n_tok);
+        std::vector<int32_t> ids(static_cast<size_t>(n_blocks));
+        std::iota(ids.rbegin(), ids.rend(), 0);
+        const size_t pool_bytes = static_cast<size_t>(n_blocks) * L.block_bytes();
+        Buffer p1 = upload(*be, std::vector<uint8_t>(pool_bytes, 0xFF), "kv pool"), p2 = upload(*be, std::vector<uint8_t>(pool_bytes, 0xFF), "kv pool");
+        const KvLayerView kv1{&L, p1.as<uint8_t>(), ids.data(), n_blocks, 1}, kv2{&L, p2.as<uint8_t>(), ids.data(), n_blocks, 1};
+        const auto q = random_floats(static_cast<size_t>(n_tok * n_head * hd), rng), k = random_floats(static_cast<size_t>(n_tok * n_head_kv * hd), rng);
+        const auto v = random_floats(k.size(), rng);
+        Buffer q1 = upload(*be, q, "q"), k1 = upload(*be, k, "k"), q2 = upload(*be, q, "q"), k2 = upload(*be, k, "k"), vd = upload(*be, v, "v");
+        must(be->rope_kv_store(kv1, q1.as<float>(), k1.as<float>(), vd.as<float>(), n_tok, n_head, n_head_kv, hd, pos0, rt), "rope_kv_store " + where);
+        must(be->rope(q2.as<float>(), n_tok, n_head, hd, pos0, rt), "rope q " + where);
+        must(be->rope(k2.as<float>(), n_tok, n_head_kv, hd, pos0, rt), "rope k " + where);
+        must(be->kv_store(kv2, k2.as<float>(), vd.as<float>(), n_tok, pos0), "kv_store " + where);
+        m.add("fused rope_kv_store q", rel_err(download<float>(*be, q1.data(), q.size()), as_double(download<float>(*be, q2.data(), q.size())), 0), kExactTol, where);
+        m.add("fused rope_kv_store k", rel_err(download<float>(*be, k1.data(), k.size()), as_double(download<float>(*be, k2.data(), k.size())), 0), kExactTol, where);
+        EXPECT_EQ(download<uint8_t>(*be, p1.data(), pool_bytes), download<uint8_t>(*be, p2.data(), pool_bytes)) << "KV pool bytes differ: " << where;
+      }
+    }
+  }
+}
+
 // Memory calls: zero-filled alloc, upload / copy / download at offsets, a
 // refused allocation and an unknown backend name as statuses, not crashes.
 TEST_P(BackendConformance, MemoryAndErrors) {

@@ -9,9 +9,12 @@
 #        builds laya + laya_tests with -DLAYA_CUDA=ON in build-cuda (ninja -j$JOBS,
 #        default 1, ccache), and fills DEST (default /work/main/devcuda, which
 #        /work/main/.git/info/exclude ignores) with:
-#          bin.tar.zst  laya, laya_tests and the shared libraries they need that
+#          bin.tar.xz   laya, laya_tests and the shared libraries they need that
 #                       are not glibc (fmt, pcre2, utf8proc, xxhash, ncurses,
-#                       httplib, ssl, libstdc++ ...), zstd-compressed
+#                       httplib, ssl, libstdc++ ...) (xz: the device has no zstd)
+#          llama-src.tar.gz  llama.cpp's sources for its CUDA llama-bench, when
+#                       ~/peers/llama.cpp is there (the device builds it on its
+#                       16 cores while laya's steps run: ~140 CUDA objects)
 #          fx/          the fixture files the logits tests read (a subset that fits)
 #          run_on_device.sh  this script
 #   2. device: run(command="cd devcuda && bash run_on_device.sh device", carry=["devcuda"])
@@ -20,7 +23,7 @@
 #        the suite, makes random-weight llama-3.2-1b BF16 / Q8_0 models there
 #        (mkmodel on its 16 cores: a 1.3-2.5 GB file cannot be carried) and
 #        times decode with `laya bench --backend cuda`. Logs go to $OUT.
-#        STEPS="tests logits bench sanitize" selects parts (default: all, in this order).
+#        STEPS="tests logits bench peer replay sanitize" selects parts (default: all, in this order).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -45,7 +48,7 @@ stage() {
     grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\.so' | while read -r l; do
       case "$l" in */libstdc++*|*/libgcc_s*) cp -L "$l" "$dest/pkg/lib-std/" ;; *) cp -L "$l" "$dest/pkg/lib/" ;; esac
     done
-  tar -C "$dest/pkg" -cf - . | zstd -q -19 -T0 -o "$dest/bin.tar.zst" && rm -rf "$dest/pkg"
+  tar -C "$dest/pkg" -cf - . | xz -9 -T2 >"$dest/bin.tar.xz" && rm -rf "$dest/pkg"
   cp "$fx/common/prompts.json" "$dest/fx/ref-models/common/"
   # The files the logits cases below read (the tracked tree travels too: 64 MiB in all).
   local m f
@@ -56,6 +59,18 @@ stage() {
     cp "$fx/$m/gguf/$m-$t.gguf" "$dest/fx/ref-models/$m/gguf/"
     cp "$fx/$m/ref/${r}"_p[0-9].npy "$dest/fx/ref-models/$m/ref/"
   done
+  cp -r /work/shared/fixtures/traces "$dest/traces"
+  # llama.cpp's sources for the comparison (its CUDA build there): the core, ggml's CPU and CUDA
+  # backends and llama-bench alone (tools/CMakeLists.txt replaced by that one line).
+  local peer="${PEER_SRC:-$HOME/peers/llama.cpp}"
+  if [ -d "$peer/ggml/src/ggml-cuda" ]; then
+    local t; t=$(mktemp -d)
+    (cd "$peer" && tar cf - --exclude='ggml/src/ggml-'{vulkan,sycl,metal,cann,opencl,hexagon,webgpu,openvino,zdnn,zendnn,et,virtgpu} \
+        ggml src include common vendor cmake CMakeLists.txt LICENSE tools/llama-bench) | tar -C "$t" -xf -
+    echo 'add_subdirectory(llama-bench)' >"$t/tools/CMakeLists.txt"
+    tar -C "$t" -czf "$dest/llama-src.tar.gz" . && rm -rf "$t"
+    (cd "$peer" && git log -1 --format='%H %s') >"$dest/llama-commit.txt" 2>/dev/null
+  fi
   cp "$here/run_on_device.sh" "$dest/"
   du -sh "$dest"
 }
@@ -73,9 +88,10 @@ logits_filter() {
 device() {
   # Five log files in $OUT (the tool returns at most 8, and what is there when
   # a command is stopped at its time limit).
-  local out="${OUT:-$PWD/out}" steps="${STEPS:-tests logits bench sanitize}"
+  local out="${OUT:-$PWD/out}" steps="${STEPS:-tests logits bench peer replay profile sanitize}"
   mkdir -p "$out" pkg || return 1
-  zstd -q -d -c bin.tar.zst | tar -C pkg -xf - || return 1
+  # xz: the smallest form (the call carries at most 64 MiB); Python's lzma where the device has no xz.
+  tar -C pkg -xJf bin.tar.xz 2>/dev/null || python3 -c 'import tarfile; tarfile.open("bin.tar.xz").extractall("pkg")' || return 1
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
   export LD_LIBRARY_PATH="$PWD/pkg/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   local laya="$PWD/pkg/laya" tests="$PWD/pkg/laya_tests"
@@ -84,6 +100,16 @@ device() {
     export LD_LIBRARY_PATH="$PWD/pkg/lib-std:$LD_LIBRARY_PATH"
   fi
   "$tests" --gtest_list_tests >/dev/null || return 1
+  # llama.cpp's CUDA build, in the background while laya's steps use the GPU.
+  local peer_pid=""
+  if [[ " $steps " == *" peer "* ]] && [ -f llama-src.tar.gz ]; then
+    mkdir -p /tmp/llama && tar -C /tmp/llama -xzf llama-src.tar.gz
+    (cd /tmp/llama && cmake -B b -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+        -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+        -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_APP=OFF >/tmp/llama-build.log 2>&1 &&
+      nice -n 5 ninja -C b -j "${PEER_JOBS:-12}" llama-bench >>/tmp/llama-build.log 2>&1) &
+    peer_pid=$!
+  fi
   if [[ " $steps " == *" tests "* ]]; then
     echo "== conformance suite through cuda"
     timeout "${TESTS_S:-200}" "$tests" --gtest_filter='*BackendConformance*cuda*' >"$out/conformance.log" 2>&1
@@ -95,25 +121,86 @@ device() {
     echo "rc $?"; grep -E '^\[ +(measure|PASSED|FAILED|SKIPPED) ' "$out/logits.log" | tail -40
   fi
   if [[ " $steps " == *" bench "* ]]; then
-    echo "== decode on random-weight llama-3.2-1b"
-    local t
-    for t in ${TYPES:-BF16 Q8_0}; do
-      [ -f "/tmp/llama-1b-$t.gguf" ] || timeout 120 "$laya" mkmodel --preset llama-3.2-1b --type "$t" -o "/tmp/llama-1b-$t.gguf" -q || continue
-      ls -la "/tmp/llama-1b-$t.gguf"
-      # Decode steps replayed as CUDA graphs (the default), then issued op by op.
-      local g
-      for g in ${GRAPHS:-1 0}; do
-        echo "-- $t graphs=$g" >>"$out/bench.log"
-        LAYA_CUDA_GRAPHS=$g timeout "${BENCH_S:-90}" "$laya" bench -m "/tmp/llama-1b-$t.gguf" --backend cuda -p 512 -n 256 \
-          --warmup 32 --json >>"$out/bench.log" 2>&1
-        echo "rc $? $t graphs=$g"; tail -n 3 "$out/bench.log"
+    echo "== decode on random-weight models (mkmodel here: a 1-2.5 GB file cannot be carried)"
+    local t m f g
+    for m in ${MODELS:-llama-3.2-1b qwen2.5-0.5b}; do
+      for t in ${TYPES:-BF16 Q8_0 Q4_K_M}; do
+        f="/tmp/$m-$t.gguf"
+        [ -f "$f" ] || timeout 120 "$laya" mkmodel --preset "$m" --type "$t" -o "$f" -q || continue
+        # Decode steps replayed as CUDA graphs (the default), then (1B Q8_0 only) issued op by op.
+        for g in ${GRAPHS:-1 0}; do
+          [ "$g" = 0 ] && [ "$m-$t" != llama-3.2-1b-Q8_0 ] && continue
+          echo "-- $m $t graphs=$g" >>"$out/bench.log"
+          LAYA_CUDA_GRAPHS=$g timeout "${BENCH_S:-60}" "$laya" bench -m "$f" --backend cuda -p 512 -n 256 \
+            --warmup 32 --json >>"$out/bench.log" 2>&1
+          echo "rc $? $m $t graphs=$g"; tail -n 1 "$out/bench.log" | cut -c1-400
+        done
+        if [ "$m-$t" = llama-3.2-1b-Q8_0 ]; then  # the same without programmatic dependent launch
+          echo "-- $m $t pdl=0" >>"$out/bench.log"
+          LAYA_CUDA_PDL=0 timeout "${BENCH_S:-60}" "$laya" bench -m "$f" --backend cuda -p 512 -n 256 --warmup 32 --json >>"$out/bench.log" 2>&1
+          echo "rc $? $m $t pdl=0"; tail -n 1 "$out/bench.log" | cut -c1-400
+        fi
+      done
+    done
+  fi
+  if [[ " $steps " == *" replay "* ]]; then
+    echo "== keystroke -> 8-token suggestion on the public traces, 1B Q8_0 on cuda"
+    local f=/tmp/llama-3.2-1b-Q8_0.gguf o
+    [ -f "$f" ] || timeout 120 "$laya" mkmodel --preset llama-3.2-1b --type Q8_0 -o "$f" -q
+    for o in ${REPLAY_MODES:---fast}; do
+      timeout "${REPLAY_S:-120}" "$laya" replay -m "$f" --backend cuda $o -q traces/*.jsonl traces/long/*.jsonl \
+        --json "$out/replay${o// /}.json" >>"$out/replay.log" 2>&1
+      echo "rc $? replay $o"; tail -n 12 "$out/replay.log"
+    done
+    timeout "${REPLAY_S:-120}" "$laya" replay -m "$f" --backend cuda --fast --verify -q traces/*.jsonl >>"$out/replay.log" 2>&1
+    echo "rc $? replay --verify"; tail -n 6 "$out/replay.log"
+  fi
+  if [[ " $steps " == *" profile "* ]]; then
+    echo "== where a decode step's time goes: ncu kernel durations, 1B Q8_0, ops issued one by one"
+    local f=/tmp/llama-3.2-1b-Q8_0.gguf
+    [ -f "$f" ] || timeout 120 "$laya" mkmodel --preset llama-3.2-1b --type Q8_0 -o "$f" -q
+    # Skip the prefill and warm-up launches; then 8 decode steps' kernels.
+    LAYA_CUDA_GRAPHS=0 timeout "${PROFILE_S:-120}" ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+      --launch-skip "${PROFILE_SKIP:-1200}" --launch-count "${PROFILE_COUNT:-800}" \
+      "$laya" bench -m "$f" --backend cuda -p 16 -n 24 --warmup 4 >"$out/ncu.csv" 2>"$out/ncu.err"
+    echo "rc $?"
+    python3 - "$out/ncu.csv" <<'PY' | tee "$out/profile.txt"
+import csv, sys, collections, re
+rows = [r for r in csv.reader(open(sys.argv[1], errors="replace")) if len(r) > 10]
+if not rows: print("no ncu rows"); sys.exit()
+h = rows[0]; ki = h.index("Kernel Name"); vi = h.index("Metric Value"); ui = h.index("Metric Unit")
+tot = collections.Counter(); cnt = collections.Counter()
+for r in rows[1:]:
+    name = re.sub(r"\(.*", "", r[ki]).replace("void ", "")[:60]
+    v = float(r[vi].replace(",", "")); v = v / 1000.0 if r[ui] == "nsecond" else v if r[ui] == "usecond" else v * 1000.0
+    tot[name] += v; cnt[name] += 1
+all_us = sum(tot.values())
+print(f"{sum(cnt.values())} kernels, {all_us:.0f} us of kernel time")
+for n, v in tot.most_common(14): print(f"{v / all_us * 100:5.1f} %  {v / cnt[n]:8.2f} us x {cnt[n]:4d}  {n}")
+PY
+  fi
+  if [ -n "$peer_pid" ]; then
+    echo "== llama.cpp CUDA ($(cat llama-commit.txt 2>/dev/null | cut -c1-12)), llama-bench, flash attention on, same files"
+    # Waits for the build at most until PEER_DEADLINE_S seconds into the call, so the call ends in its limit.
+    local t0=$SECONDS
+    while kill -0 "$peer_pid" 2>/dev/null && ((SECONDS < ${PEER_DEADLINE_S:-420})); do sleep 2; done
+    if kill -0 "$peer_pid" 2>/dev/null; then echo "llama.cpp build unfinished at ${PEER_DEADLINE_S:-420} s: skipped"; kill "$peer_pid"; fi
+    echo "waited $((SECONDS - t0)) s for the llama.cpp build"; tail -n 2 /tmp/llama-build.log
+    cp /tmp/llama-build.log "$out/peer-build.log"
+    local t m f lb=/tmp/llama/b/bin/llama-bench
+    for m in ${MODELS:-llama-3.2-1b qwen2.5-0.5b}; do
+      for t in ${TYPES:-BF16 Q8_0 Q4_K_M}; do
+        f="/tmp/$m-$t.gguf"; [ -f "$f" ] && [ -x "$lb" ] || continue
+        echo "-- $m $t" >>"$out/peer.log"
+        timeout 90 "$lb" -m "$f" -ngl 99 -fa 1 -p 512 -n 128 -r 2 -o jsonl >>"$out/peer.log" 2>>"$out/peer-build.log"
+        echo "rc $? $m $t: $(tail -n 1 "$out/peer.log" | grep -o '"avg_ts": [0-9.]*')"
       done
     done
   fi
   if [[ " $steps " == *" sanitize "* ]]; then
     echo "== compute-sanitizer memcheck (ops, KV, memory; the Q4_K and BF16 weight cases)"
     timeout "${SANITIZE_S:-200}" compute-sanitizer --tool memcheck --error-exitcode 9 "$tests" \
-      --gtest_filter='*BackendConformance.*/cuda:*BackendConformanceWeights.*/cuda_Q4_K:*BackendConformanceWeights.*/cuda_BF16' \
+      --gtest_filter='*BackendConformance.*/cuda:*BackendConformanceWeights.*/cuda_Q4_K:*BackendConformanceWeights.*/cuda_BF16:-*MemoryAndErrors*' \
       >"$out/memcheck.log" 2>&1
     echo "rc $?"; grep -E 'ERROR SUMMARY|PASSED|FAILED|Error' "$out/memcheck.log" | head -20
   fi

@@ -191,6 +191,39 @@ class Backend {
   virtual Status attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
                            float* out) = 0;
 
+  // ---- fused sequences (optional) -----------------------------------------------------------
+  // Each is exactly the sequence of ops its default runs, with the same
+  // results in the same buffers. A backend whose every op is a kernel launch
+  // overrides them to do the sequence in one launch (CUDA: ~200 launches per
+  // decode step become ~100; measured in docs/CUDA.md); the CPU keeps the
+  // defaults, where a fused form would save nothing but a function call.
+  //
+  // xn = rms_norm(x, norm), then matmul_group(outs, xn).
+  virtual Status norm_matmul_group(const float* x, const Tensor& norm, float eps, int64_t n_embd, float* xn,
+                                   const MatmulOut* outs, int n_outs, int64_t n_tok) {
+    LAYA_TRY(rms_norm(x, norm, n_tok, n_embd, eps, xn));
+    return matmul_group(outs, n_outs, xn, n_tok);
+  }
+  // xn = rms_norm(x, norm), then matmul_swiglu(w_gate, w_up, xn).
+  virtual Status norm_matmul_swiglu(const float* x, const Tensor& norm, float eps, int64_t n_embd, float* xn,
+                                    const Tensor& w_gate, const Tensor& w_up, int64_t n_tok, float* gate_scratch,
+                                    float* out) {
+    LAYA_TRY(rms_norm(x, norm, n_tok, n_embd, eps, xn));
+    return matmul_swiglu(w_gate, w_up, xn, n_tok, gate_scratch, out);
+  }
+  // tmp = x · wᵀ, then y += tmp (the residual connection); y (n_tok, w rows).
+  virtual Status matmul_add(const Tensor& w, const float* x, int64_t n_tok, float* tmp, float* y) {
+    LAYA_TRY(matmul(w, x, n_tok, tmp));
+    return add(y, tmp, n_tok * w.rows());
+  }
+  // rope(q, n_head), rope(k, n_head_kv), then kv_store(k, v).
+  virtual Status rope_kv_store(const KvLayerView& kv, float* q, float* k, const float* v, int64_t n_tok, int64_t n_head,
+                               int64_t n_head_kv, int64_t head_dim, int64_t pos0, const RopeTable& rt) {
+    LAYA_TRY(rope(q, n_tok, n_head, head_dim, pos0, rt));
+    LAYA_TRY(rope(k, n_tok, n_head_kv, head_dim, pos0, rt));
+    return kv_store(kv, k, v, n_tok, pos0);
+  }
+
   // ---- decode steps (optional) --------------------------------------------------------------
   // Where issuing the ~200 ops of a one-token forward pass costs more than
   // running them (a GPU: a kernel launch each), a backend may record a

@@ -38,11 +38,10 @@ Status transformer_forward(const Model& model, Backend& be, const RopeTable& rop
   for (int64_t il = 0; il < hp.n_layer; ++il) {
     const LayerWeights& L = W.layers[static_cast<size_t>(il)];
     // --- attention block ---
-    LAYA_TRY(be.rms_norm(x, L.attn_norm, n, E, hp.rms_eps, xn));
     const MatmulOut qkv[3] = {{&L.wq, q},   // (n, n_head * HD)
                               {&L.wk, k},   // (n, KV)
                               {&L.wv, v}};  // (n, KV)
-    LAYA_TRY(be.matmul_group(qkv, 3, xn, n));
+    LAYA_TRY(be.norm_matmul_group(x, L.attn_norm, hp.rms_eps, E, xn, qkv, 3, n));  // xn = rms_norm(x), then q, k, v
     if (has.qkv_bias) {  // qwen2
       LAYA_TRY(be.add_bias(q, L.bq, n, hp.q_dim()));
       LAYA_TRY(be.add_bias(k, L.bk, n, KV));
@@ -52,19 +51,15 @@ Status transformer_forward(const Model& model, Backend& be, const RopeTable& rop
       LAYA_TRY(be.rms_norm(q, L.q_norm, n * hp.n_head, HD, hp.rms_eps, q));
       LAYA_TRY(be.rms_norm(k, L.k_norm, n * hp.n_head_kv, HD, hp.rms_eps, k));
     }
-    LAYA_TRY(be.rope(q, n, hp.n_head, HD, pos0, rope));
-    LAYA_TRY(be.rope(k, n, hp.n_head_kv, HD, pos0, rope));
     KvLayerView kvl = kv;
     kvl.layer = il;
-    LAYA_TRY(be.kv_store(kvl, k, v, n, pos0));
+    LAYA_TRY(be.rope_kv_store(kvl, q, k, v, n, hp.n_head, hp.n_head_kv, HD, pos0, rope));  // rotate q, k; store k, v
     LAYA_TRY(be.attention(kvl, q, n, pos0, ash, attn));  // (n, n_head * HD)
-    LAYA_TRY(be.matmul(L.wo, attn, n, tmp));               // (n, E)
-    LAYA_TRY(be.add(x, tmp, n * E));
+    LAYA_TRY(be.matmul_add(L.wo, attn, n, tmp, x));      // x += attn · woᵀ  (n, E)
     // --- feed-forward block (SwiGLU) ---
-    LAYA_TRY(be.rms_norm(x, L.ffn_norm, n, E, hp.rms_eps, xn));
-    LAYA_TRY(be.matmul_swiglu(L.w_gate, L.w_up, xn, n, gate, up));  // (n, n_ff) = silu(xn · gateᵀ) * (xn · upᵀ)
-    LAYA_TRY(be.matmul(L.w_down, up, n, tmp));                      // (n, E)
-    LAYA_TRY(be.add(x, tmp, n * E));
+    // (n, n_ff) = silu(xn · gateᵀ) * (xn · upᵀ), xn = rms_norm(x)
+    LAYA_TRY(be.norm_matmul_swiglu(x, L.ffn_norm, hp.rms_eps, E, xn, L.w_gate, L.w_up, n, gate, up));
+    LAYA_TRY(be.matmul_add(L.w_down, up, n, tmp, x));  // x += up · downᵀ  (n, E)
   }
   return Status::Ok();
 }
@@ -74,8 +69,8 @@ Status transformer_logits(const Model& model, Backend& be, ForwardScratch& s, in
   const ModelWeights& W = model.weights();
   const int64_t E = hp.n_embd;
   // Final norm + output projection of the rows asked for.
-  LAYA_TRY(be.rms_norm(s.x.as<float>() + first * E, W.output_norm, m, E, hp.rms_eps, s.xn.as<float>()));
-  return be.matmul(W.output, s.xn.as<float>(), m, logits);  // (m, n_vocab)
+  const MatmulOut out{&W.output, logits};  // (m, n_vocab)
+  return be.norm_matmul_group(s.x.as<float>() + first * E, W.output_norm, hp.rms_eps, E, s.xn.as<float>(), &out, 1, m);
 }
 
 }  // namespace laya

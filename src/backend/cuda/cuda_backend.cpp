@@ -202,14 +202,25 @@ Status CudaBackend::matmul(const Tensor& w, const float* x, int64_t n_tok, float
 }
 
 Status CudaBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) {
+  return group(outs, n_outs, x, n_tok, Fuse{});
+}
+
+Status CudaBackend::group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok, const Fuse& f) {
   for (int i0 = 0; i0 < n_outs; i0 += 3) {
     cuda::MatvecJob job;
     job.n = std::min(3, n_outs - i0);
+    job.norm_w = f.norm_w;
+    job.norm_eps = f.eps;
+    job.norm_out = f.norm_out;
+    job.accumulate = f.accumulate;
     for (int i = 0; i < job.n; ++i) {
       LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* m, dev(*outs[i0 + i].w, "matmul"));
       job.m[i] = *m;
       job.y[i] = outs[i0 + i].y;
       if (!cuda::matvec_tokens(n_tok, m->cols)) {
+        if (f.norm_w || f.accumulate) {
+          return Status(StatusCode::kInternal, fmt::format("cuda: a fused matmul of {} tokens x {} columns", n_tok, m->cols));
+        }
         LAYA_CUDA_TRY(cuda::gemm(*m, x, n_tok, outs[i0 + i].y, stream_), "matmul {} {} ({} x {}) n_tok {}",
                       outs[i0 + i].w->name, dtype_name(m->type), m->rows, m->cols, n_tok);
       }
@@ -219,6 +230,70 @@ Status CudaBackend::matmul_group(const MatmulOut* outs, int n_outs, const float*
                     outs[i0].w->name, dtype_name(job.m[0].type), job.m[0].rows, job.m[0].cols, job.n - 1, n_tok);
     }
   }
+  return Status::Ok();
+}
+
+Result<const float*> CudaBackend::norm_weight(const Tensor& w, const char* op) const {
+  LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* m, dev(w, op));
+  if (m->type != DType::F32) {
+    return Status(StatusCode::kUnsupported, fmt::format("cuda {}: norm weight {} is {}, not F32", op, w.name, dtype_name(m->type)));
+  }
+  return reinterpret_cast<const float*>(m->data);
+}
+
+Status CudaBackend::norm_matmul_group(const float* x, const Tensor& norm, float eps, int64_t n_embd, float* xn,
+                                      const MatmulOut* outs, int n_outs, int64_t n_tok) {
+  if (n_outs < 1 || !fusable(*outs[0].w, n_tok) || outs[0].w->cols() != n_embd) {
+    return Backend::norm_matmul_group(x, norm, eps, n_embd, xn, outs, n_outs, n_tok);
+  }
+  LAYA_ASSIGN_OR_RETURN(const float* w, norm_weight(norm, "norm_matmul_group"));
+  return group(outs, n_outs, x, n_tok, Fuse{w, eps, xn, false});
+}
+
+Status CudaBackend::norm_matmul_swiglu(const float* x, const Tensor& norm, float eps, int64_t n_embd, float* xn,
+                                       const Tensor& w_gate, const Tensor& w_up, int64_t n_tok, float* gate_scratch,
+                                       float* out) {
+  if (!fusable(w_gate, n_tok) || w_gate.cols() != n_embd) {
+    return Backend::norm_matmul_swiglu(x, norm, eps, n_embd, xn, w_gate, w_up, n_tok, gate_scratch, out);
+  }
+  LAYA_ASSIGN_OR_RETURN(const float* nw, norm_weight(norm, "norm_matmul_swiglu"));
+  LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* g, dev(w_gate, "norm_matmul_swiglu"));
+  LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* u, dev(w_up, "norm_matmul_swiglu"));
+  cuda::MatvecJob job;
+  job.n = 2;
+  job.swiglu = true;
+  job.m[0] = *g;
+  job.m[1] = *u;
+  job.y[0] = gate_scratch;
+  job.y[1] = out;
+  job.norm_w = nw;
+  job.norm_eps = eps;
+  job.norm_out = xn;
+  LAYA_CUDA_TRY(cuda::matvec(job, x, n_tok, stream_), "norm_matmul_swiglu {} ({} x {}) n_tok {}", dtype_name(g->type),
+                g->rows, g->cols, n_tok);
+  return Status::Ok();
+}
+
+Status CudaBackend::matmul_add(const Tensor& w, const float* x, int64_t n_tok, float* tmp, float* y) {
+  if (!fusable(w, n_tok)) return Backend::matmul_add(w, x, n_tok, tmp, y);
+  const MatmulOut o{&w, y};
+  return group(&o, 1, x, n_tok, Fuse{nullptr, 0.f, nullptr, true});
+}
+
+Status CudaBackend::rope_kv_store(const KvLayerView& kv, float* q, float* k, const float* v, int64_t n_tok, int64_t n_head,
+                                  int64_t n_head_kv, int64_t head_dim, int64_t pos0, const RopeTable& rt) {
+  LAYA_ASSIGN_OR_RETURN(const cuda::KvArgs a, kv_args(kv, "rope_kv_store"));
+  if (a.n_head_kv != n_head_kv || a.head_dim != head_dim || (a.type == DType::Q8_0 && head_dim % 32 != 0)) {
+    return Backend::rope_kv_store(kv, q, k, v, n_tok, n_head, n_head_kv, head_dim, pos0, rt);
+  }
+  if (pos0 + n_tok > rt.n_pos) {
+    return Status(StatusCode::kOutOfRange,
+                  fmt::format("cuda rope_kv_store: positions up to {} past the table's {}", pos0 + n_tok, rt.n_pos));
+  }
+  LAYA_CUDA_TRY(cuda::rope_kv_store(a, q, k, v, n_tok, n_head, pos0, rt.cos, rt.sin, rt.half, rt.interleaved,
+                                    n_tok == 1 ? dyn() : nullptr, stream_),
+                "rope_kv_store {} tokens x {}+{} heads x {} at {} ({} cache, layer {})", n_tok, n_head, n_head_kv, head_dim,
+                pos0, dtype_name(a.type), kv.layer);
   return Status::Ok();
 }
 

@@ -47,6 +47,15 @@ class CudaBackend final : public Backend {
   Status kv_store(const KvLayerView& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0) override;
   Status attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
                    float* out) override;
+  // Fused in the decode kernel (cuda::MatvecJob) where n_tok fits it; the
+  // separate ops otherwise.
+  Status norm_matmul_group(const float* x, const Tensor& norm, float eps, int64_t n_embd, float* xn, const MatmulOut* outs,
+                           int n_outs, int64_t n_tok) override;
+  Status norm_matmul_swiglu(const float* x, const Tensor& norm, float eps, int64_t n_embd, float* xn, const Tensor& w_gate,
+                            const Tensor& w_up, int64_t n_tok, float* gate_scratch, float* out) override;
+  Status matmul_add(const Tensor& w, const float* x, int64_t n_tok, float* tmp, float* y) override;
+  Status rope_kv_store(const KvLayerView& kv, float* q, float* k, const float* v, int64_t n_tok, int64_t n_head,
+                       int64_t n_head_kv, int64_t head_dim, int64_t pos0, const RopeTable& rt) override;
   // A decode step is captured into a CUDA graph the first time a sequence's
   // logits buffer ends one, and replayed after (its kernels read the token
   // and position from device memory). LAYA_CUDA_GRAPHS=0 turns this off.
@@ -62,6 +71,19 @@ class CudaBackend final : public Backend {
   Result<const cuda::DevMat*> dev(const Tensor& w, const char* op) const;
   // The KV view's block table on the device (uploaded when it changed) and the kernel arguments.
   Result<cuda::KvArgs> kv_args(const KvLayerView& kv, const char* op);
+  // matmul_group with the decode kernel's fusions (cuda::MatvecJob): norm_w
+  // set or accumulate true need n_tok within cuda::matvec_tokens.
+  struct Fuse {
+    const float* norm_w = nullptr;
+    float eps = 0.f;
+    float* norm_out = nullptr;
+    bool accumulate = false;
+  };
+  Status group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok, const Fuse& f);
+  // The decode kernel takes n_tok tokens of w's width.
+  bool fusable(const Tensor& w, int64_t n_tok) const { return cuda::matvec_tokens(n_tok, w.cols()); }
+  // The F32 weight of an RMSNorm on the device, or kUnsupported.
+  Result<const float*> norm_weight(const Tensor& w, const char* op) const;
   // Uploads one tensor into device memory at dst (its dev_bytes).
   Status upload_tensor(const Tensor& t, uint8_t* dst, cuda::DevMat* out);
 

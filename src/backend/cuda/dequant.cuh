@@ -49,6 +49,30 @@ __device__ __forceinline__ float bf2f(uint16_t h) { return __uint_as_float(stati
 #endif
 
 namespace laya::cuda {
+// Programmatic dependent launch (Hopper): a kernel launched with
+// launch_chained() may start while the one before it in the stream is still
+// running. It may read weights before pdl_wait() (prefetch_l2), and must
+// call pdl_wait() before touching anything an earlier kernel writes or
+// reads; pdl_wait() returns once the earlier kernels have completed and
+// their writes are visible. pdl_release() lets the next chained kernel
+// start. Every kernel calls both first, so any launch order is safe; on
+// older GPUs and in the host builds they do nothing.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void pdl_release() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+#else
+__device__ __forceinline__ void pdl_wait() {}
+__device__ __forceinline__ void pdl_release() {}
+__device__ __forceinline__ void prefetch_l2(const void*) {}
+#endif
+__device__ __forceinline__ void pdl_enter() {
+  pdl_wait();
+  pdl_release();
+}
+}  // namespace laya::cuda
+
+namespace laya::cuda {
 
 __device__ __forceinline__ uint16_t ld16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 __device__ __forceinline__ uint32_t ld32(const uint8_t* p) {

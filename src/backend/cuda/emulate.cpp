@@ -182,8 +182,13 @@ cudaError_t cudaGetDevice(int* d) {
   *d = 0;
   return cudaSuccess;
 }
-cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr, int) {
-  *v = 227 * 1024;  // an H100 / H200's opt-in shared memory per block
+cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int) {
+  // An H100 / H200's: compute capability 9.x, opt-in shared memory per block.
+  *v = a == cudaDevAttrComputeCapabilityMajor ? 9 : 227 * 1024;
+  return cudaSuccess;
+}
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, const void*) {
+  *a = cudaFuncAttributes{};
   return cudaSuccess;
 }
 cudaError_t cudaDeviceGetStreamPriorityRange(int* lo, int* hi) {

@@ -29,6 +29,7 @@ struct uint4 {
 struct float4 {
   float x, y, z, w;
 };
+inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 struct __half {
   uint16_t bits;
 };
@@ -41,7 +42,7 @@ enum cudaError_t {
 };
 enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2, cudaMemcpyDeviceToDevice = 3 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
-enum cudaDeviceAttr { cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
+enum cudaDeviceAttr { cudaDevAttrComputeCapabilityMajor = 75, cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
 enum cudaStreamCaptureMode { cudaStreamCaptureModeThreadLocal = 1 };
 constexpr unsigned cudaStreamNonBlocking = 1;
 using cudaStream_t = struct EmuStream*;
@@ -133,6 +134,10 @@ cudaError_t cudaGetDeviceCount(int* n);
 cudaError_t cudaSetDevice(int d);
 cudaError_t cudaGetDevice(int* d);
 cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int d);
+struct cudaFuncAttributes {
+  size_t sharedSizeBytes = 0;  // static shared memory: the emulation's __shared__ are host statics
+};
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, const void* f);
 cudaError_t cudaDeviceGetStreamPriorityRange(int* lo, int* hi);
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned flags, int prio);
 cudaError_t cudaStreamDestroy(cudaStream_t s);

@@ -45,11 +45,24 @@ struct MatvecJob {
   DevMat m[3];
   float* y[3] = {nullptr, nullptr, nullptr};
   bool swiglu = false;
+  // Fusions: x is RMS-normalised with norm_w (F32, cols) before the products
+  // (norm_out, when set, receives the normalised x); accumulate: y[i] += the
+  // product instead of y[i] = (the residual add).
+  const float* norm_w = nullptr;
+  float norm_eps = 0.f;
+  float* norm_out = nullptr;
+  bool accumulate = false;
+  bool prefetch = false;  // set by matvec(): the rows into L2 before pdl_wait() (a chained launch)
 };
 
 // Raises the matrix-vector kernels' dynamic shared-memory limit to the
-// device's opt-in maximum. Call once per device.
+// device's opt-in maximum, and turns programmatic dependent launch on where
+// the device has it (compute capability 9.0+; LAYA_CUDA_PDL=0 turns it off).
+// Call once per device.
 cudaError_t configure(int64_t max_cols);
+// Whether launch_chained() (dequant.cuh) lets a kernel start before the one
+// before it has finished.
+bool pdl_enabled();
 
 // The matrix-vector kernel also takes a few tokens (a keystroke's edit):
 // true when n_tok rows of `cols` values fit its shared memory (configure() first).
@@ -92,6 +105,11 @@ struct KvArgs {
 // values of a position.
 cudaError_t kv_store(const KvArgs& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0, const int64_t* dyn,
                      cudaStream_t s);
+// rope of q (n_tok, n_head, head_dim) and k (n_tok, kv.n_head_kv, head_dim)
+// in place, then kv_store(k, v): one launch for F32 / F16 caches.
+cudaError_t rope_kv_store(const KvArgs& kv, float* q, float* k, const float* v, int64_t n_tok, int64_t n_head,
+                          int64_t pos0, const float* cos, const float* sin, int64_t half, bool interleaved,
+                          const int64_t* dyn, cudaStream_t s);
 // A decode step's attention split along the positions into n blocks per
 // head group: scratch holds n_head * n * (head_dim + 2) floats, counters one
 // zeroed int per (KV head, group of 8 query heads). n = 1: no split.

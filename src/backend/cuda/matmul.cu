@@ -3,7 +3,10 @@
 // tokens, and get_rows. Both products read the weights in their stored form
 // and multiply in float32 (as the CPU reference does).
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/units.cuh"
 
 namespace laya::cuda {
@@ -18,18 +21,27 @@ __device__ __forceinline__ float warp_sum(float s) {
   return s;
 }
 
-// Row r of m times xs (in shared memory), summed over the warp. Four units
-// per lane are loaded before any is used: bytes in flight hide the latency.
+// Row r of m times xs (staged, padded), summed over the warp. Eight (then
+// four) units per lane are loaded before any is used: bytes in flight hide
+// the latency of device memory.
 template <class U>
 __device__ float row_dot(const DevMat& m, int64_t r, const float* xs, int lane) {
   const int64_t n = U::units(m.cols);
   float s = 0.f;
   int64_t u = lane;
+  for (; u + 224 < n; u += 256) {
+    typename U::Raw w[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) w[j] = U::load(m, r, u + 32 * j);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) s += U::dot(w[j], m, r, u + 32 * j, xs);
+  }
   for (; u + 96 < n; u += 128) {
-    const typename U::Raw a = U::load(m, r, u), b = U::load(m, r, u + 32), c = U::load(m, r, u + 64),
-                          d = U::load(m, r, u + 96);
-    s += U::dot(a, m, r, u, xs) + U::dot(b, m, r, u + 32, xs) + U::dot(c, m, r, u + 64, xs) +
-         U::dot(d, m, r, u + 96, xs);
+    typename U::Raw w[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) w[j] = U::load(m, r, u + 32 * j);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) s += U::dot(w[j], m, r, u + 32 * j, xs);
   }
   for (; u < n; u += 32) s += U::dot(U::load(m, r, u), m, r, u, xs);
   return warp_sum(s);
@@ -56,26 +68,105 @@ struct DotOf {
   static __device__ float dot(const DevMat& m, int64_t r, const float* xs, int lane) { return row_dot<U>(m, r, xs, lane); }
 };
 
+// Stages x (n_tok rows of cols) in shared memory, padded (units.cuh), zeros
+// past cols; with job.norm_w, RMS-normalised first (job.norm_out gets the
+// normalised rows from block 0: what rms_norm would have written).
+__device__ void stage_x(const MatvecJob& job, const float* __restrict__ x, int64_t cols, int64_t padded, int n_tok,
+                        float* xs) {
+  const int64_t stride = xpad_size(padded);
+  if ((cols & 3) == 0) {  // 16-byte loads, four in flight per thread
+    const int64_t n4 = padded / 4;
+    for (int t = 0; t < n_tok; ++t) {
+      const float4* x4g = reinterpret_cast<const float4*>(x + t * cols);
+      for (int64_t i = threadIdx.x; i < n4; i += 4 * blockDim.x) {
+        float4 v[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int64_t k = i + j * blockDim.x;
+          v[j] = k * 4 < cols ? __ldg(x4g + k) : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int64_t k = i + j * blockDim.x;
+          if (k < n4) *reinterpret_cast<float4*>(xs + t * stride + xpad(4 * k)) = v[j];
+        }
+      }
+    }
+  } else {
+    for (int t = 0; t < n_tok; ++t)
+      for (int64_t i = threadIdx.x; i < padded; i += blockDim.x) xs[t * stride + xpad(i)] = i < cols ? x[t * cols + i] : 0.f;
+  }
+  __syncthreads();
+  if (!job.norm_w) return;
+  // RMSNorm per token: the mean square in double, as rms_norm (and the CPU reference) computes it.
+  __shared__ double part[kWarps];
+  __shared__ float inv[kMaxVecTok];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int t = 0; t < n_tok; ++t) {
+    double ss = 0;
+    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
+      const double v = xs[t * stride + xpad(i)];
+      ss += v * v;
+    }
+    for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+    if (lane == 0) part[warp] = ss;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      double tot = 0;
+      for (int w = 0; w < kWarps; ++w) tot += part[w];
+      inv[t] = static_cast<float>(1.0 / sqrt(tot / static_cast<double>(cols) + job.norm_eps));
+    }
+    __syncthreads();
+  }
+  for (int t = 0; t < n_tok; ++t)
+    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
+      float* p = xs + t * stride + xpad(i);
+      const float v = job.norm_w[i] * (*p * inv[t]);
+      *p = v;
+      if (blockIdx.x == 0 && job.norm_out) job.norm_out[t * cols + i] = v;
+    }
+  __syncthreads();
+}
+
+// The rows a warp will multiply, into L2: one prefetch per 128 bytes.
+__device__ void prefetch_rows(const MatvecJob& job, int64_t first, int rpw, int64_t total, int lane) {
+  for (int64_t R = first; R < first + rpw && R < total; ++R) {
+    int i = 0;
+    int64_t r = R;
+    if (!job.swiglu)
+      while (i + 1 < job.n && r >= job.m[i].rows) r -= job.m[i++].rows;
+    for (int k = i; k <= (job.swiglu ? 1 : i); ++k) {
+      const DevMat& m = job.m[k];
+      const uint8_t* row = m.data + static_cast<size_t>(r) * m.stride;
+      for (size_t off = static_cast<size_t>(lane) * 128; off < m.stride; off += 32 * 128) prefetch_l2(row + off);
+    }
+  }
+}
+__device__ __forceinline__ bool pdl_enabled_dev(const MatvecJob& job) { return job.prefetch; }
+
 // Grid: blocks of kWarps warps, each warp `rpw` consecutive rows of the
 // matrices laid end to end. D: the row product, one type's (the job's
 // matrices all of that type: small, fully inlined code) or any type's.
 // n_tok > 1 (a keystroke's few new tokens): every token's x is staged, and a
 // warp multiplies its row with each in turn; the row's bytes come from
-// device memory once and from L1 after.
+// device memory once and from L1 after. job.accumulate: y += the product
+// (the residual connection), each output written by one lane only.
 template <class D>
 __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const MatvecJob job, const float* __restrict__ x,
                                                              int64_t cols, int64_t padded, int64_t total, int rpw,
                                                              int n_tok) {
   LAYA_DYNAMIC_SHARED(float, xs);
-  for (int t = 0; t < n_tok; ++t)
-    for (int64_t i = threadIdx.x; i < padded; i += blockDim.x) xs[t * padded + i] = i < cols ? x[t * cols + i] : 0.f;
-  __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t first = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * rpw;
+  // The weights depend on no earlier kernel: into L2 while that one ends.
+  if (pdl_enabled_dev(job)) prefetch_rows(job, first, rpw, total, lane);
+  pdl_enter();
+  stage_x(job, x, cols, padded, n_tok, xs);
+  const int64_t stride = xpad_size(padded);
   for (int64_t R = first; R < first + rpw && R < total; ++R) {
     if (job.swiglu) {
       for (int t = 0; t < n_tok; ++t) {
-        const float g = D::dot(job.m[0], R, xs + t * padded, lane), u = D::dot(job.m[1], R, xs + t * padded, lane);
+        const float g = D::dot(job.m[0], R, xs + t * stride, lane), u = D::dot(job.m[1], R, xs + t * stride, lane);
         if (lane == 0) {
           job.y[0][t * total + R] = g;
           job.y[1][t * total + R] = g / (1.0f + expf(-g)) * u;
@@ -87,8 +178,11 @@ __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const MatvecJob job
     int64_t r = R;
     while (i + 1 < job.n && r >= job.m[i].rows) r -= job.m[i++].rows;
     for (int t = 0; t < n_tok; ++t) {
-      const float s = D::dot(job.m[i], r, xs + t * padded, lane);
-      if (lane == 0) job.y[i][t * job.m[i].rows + r] = s;
+      const float s = D::dot(job.m[i], r, xs + t * stride, lane);
+      if (lane == 0) {
+        float* y = job.y[i] + t * job.m[i].rows + r;
+        *y = job.accumulate ? *y + s : s;
+      }
     }
   }
 }
@@ -117,6 +211,7 @@ constexpr int kTR = 64, kTT = 32, kTK = 64;
 
 __global__ void __launch_bounds__(256) gemm_kernel(const DevMat m, const float* __restrict__ x, int64_t n_tok,
                                                    float* __restrict__ y) {
+  pdl_enter();
   __shared__ float ws[kTR][kTK + 1];
   __shared__ float xt[kTT][kTK + 1];
   const int tid = threadIdx.x;
@@ -170,6 +265,7 @@ struct Ids64 {
 };
 
 __global__ void get_rows_kernel(const DevMat m, const Ids64 ids, float* __restrict__ out, const int64_t* dyn) {
+  pdl_enter();
   const int64_t row = dyn ? dyn[0] : ids.v[blockIdx.x];
   float* o = out + static_cast<int64_t>(blockIdx.x) * m.cols;
   for (int64_t g = threadIdx.x; g * 32 < m.cols; g += blockDim.x) {
@@ -182,6 +278,7 @@ __global__ void get_rows_kernel(const DevMat m, const Ids64 ids, float* __restri
 int64_t padded_cols(int64_t cols) { return (cols + kPadCols - 1) / kPadCols * kPadCols; }
 
 size_t g_smem_optin = 48 * 1024;  // the device's opt-in shared memory per block (configure())
+bool g_pdl = false;               // programmatic dependent launch (configure())
 
 }  // namespace
 
@@ -192,6 +289,10 @@ cudaError_t configure(int64_t max_cols) {
   if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
   if (cudaError_t e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev); e != cudaSuccess) return e;
   g_smem_optin = static_cast<size_t>(optin);
+  int major = 0;
+  if (cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev); e != cudaSuccess) return e;
+  const char* pdl = std::getenv("LAYA_CUDA_PDL");
+  g_pdl = major >= 9 && !(pdl && std::strcmp(pdl, "0") == 0);
   const size_t bytes = g_smem_optin;
   const MatvecFn all[] = {matvec_kernel<DotAny>,
                           matvec_kernel<DotOf<UnitF32>>,
@@ -203,16 +304,22 @@ cudaError_t configure(int64_t max_cols) {
                           matvec_kernel<DotOf<UnitQ6>>,
                           matvec_kernel<DotOf<UnitGeneric>>};
   for (MatvecFn f : all) {
-    const cudaError_t e =
-        cudaFuncSetAttribute(reinterpret_cast<const void*>(f), cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+    // Dynamic plus static shared memory (stage_x's reduction) must fit the opt-in limit.
+    cudaFuncAttributes fa{};
+    if (cudaError_t e = cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(f)); e != cudaSuccess) return e;
+    const cudaError_t e = cudaFuncSetAttribute(reinterpret_cast<const void*>(f), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(bytes - fa.sharedSizeBytes));
     if (e != cudaSuccess) return e;
   }
+  g_smem_optin = bytes - 1024;  // what matvec_tokens() may ask for: the reduction's static bytes are far fewer
   return cudaSuccess;
 }
 
+bool pdl_enabled() { return g_pdl; }
+
 bool matvec_tokens(int64_t n_tok, int64_t cols) {
   return n_tok >= 1 && n_tok <= kMaxVecTok &&
-         static_cast<size_t>(n_tok * padded_cols(cols)) * sizeof(float) <= std::min<size_t>(g_smem_optin, 128 * 1024);
+         static_cast<size_t>(n_tok * xpad_size(padded_cols(cols))) * sizeof(float) <= std::min<size_t>(g_smem_optin, 128 * 1024);
 }
 
 cudaError_t matvec(const MatvecJob& job, const float* x, int64_t n_tok, cudaStream_t s) {
@@ -228,9 +335,11 @@ cudaError_t matvec(const MatvecJob& job, const float* x, int64_t n_tok, cudaStre
   const int64_t warps_wanted = 132 * 64 * 2;
   const int rpw = static_cast<int>(std::clamp<int64_t>(total / warps_wanted, 1, 4));
   const int64_t blocks = (total + kWarps * rpw - 1) / (kWarps * rpw);
-  LAYA_LAUNCH(matvec_for(job), static_cast<unsigned>(blocks), kWarps * 32, static_cast<size_t>(n_tok * padded) * sizeof(float), s)(
-      job, x, cols, padded, total, rpw, static_cast<int>(n_tok));
-  return cudaGetLastError();
+  MatvecJob j = job;
+  j.prefetch = pdl_enabled();
+  return launch_chained(matvec_for(j), dim3(static_cast<unsigned>(blocks)), dim3(kWarps * 32),
+                        static_cast<size_t>(n_tok * xpad_size(padded)) * sizeof(float), s, j, x, cols, padded, total, rpw,
+                        static_cast<int>(n_tok));
 }
 
 cudaError_t gemm(const DevMat& m, const float* x, int64_t n_tok, float* y, cudaStream_t s) {

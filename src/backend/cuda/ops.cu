@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backend/cuda/dequant.cuh"
+#include "backend/cuda/launch.cuh"
 
 namespace laya::cuda {
 
@@ -16,6 +16,7 @@ unsigned blocks_for(int64_t n, int threads) { return static_cast<unsigned>((n + 
 
 // One block per row; the mean square in double as the CPU reference does.
 __global__ void rms_norm_kernel(const float* x, const float* __restrict__ w, int64_t n, float eps, float* out) {
+  pdl_enter();
   __shared__ double part[32];
   const float* xr = x + static_cast<int64_t>(blockIdx.x) * n;
   float* o = out + static_cast<int64_t>(blockIdx.x) * n;
@@ -36,16 +37,19 @@ __global__ void rms_norm_kernel(const float* x, const float* __restrict__ w, int
 }
 
 __global__ void add_bias_kernel(float* y, const float* __restrict__ b, int64_t n_rows, int64_t n) {
+  pdl_enter();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n_rows * n) y[i] += b[i % n];
 }
 
 __global__ void add_kernel(float* y, const float* x, int64_t n) {
+  pdl_enter();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) y[i] += x[i];
 }
 
 __global__ void silu_mul_kernel(const float* gate, float* out, int64_t n) {
+  pdl_enter();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) out[i] = gate[i] / (1.0f + expf(-gate[i])) * out[i];
 }
@@ -54,6 +58,7 @@ __global__ void silu_mul_kernel(const float* gate, float* out, int64_t n) {
 __global__ void rope_kernel(float* x, int64_t n_tok, int64_t n_heads, int64_t hd, int64_t pos0_arg,
                             const float* __restrict__ cs, const float* __restrict__ sn, int64_t half, bool interleaved,
                             const int64_t* dyn) {
+  pdl_enter();
   const int64_t pos0 = dyn ? dyn[1] : pos0_arg;
   const int64_t hh = hd / 2;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -82,6 +87,7 @@ __device__ __forceinline__ size_t q8_v_row_bytes(int64_t hd) { return static_cas
 // F32 / F16: one thread per (token, head, dim).
 __global__ void kv_store_kernel(const KvArgs kv, const float* k, const float* v, int64_t n_tok, int64_t pos0_arg,
                                 const int64_t* dyn) {
+  pdl_enter();
   const int64_t pos0 = dyn ? dyn[1] : pos0_arg;
   const int64_t hd = kv.head_dim, kvd = kv.n_head_kv * hd;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -97,9 +103,50 @@ __global__ void kv_store_kernel(const KvArgs kv, const float* k, const float* v,
   }
 }
 
+// rope of q and k in one launch, one thread per rotated pair; with `store`
+// (an F32 / F16 cache) the rotated k pair and the v values at the same two
+// dims go to the cache as kv_store_kernel writes them.
+__global__ void rope_store_kernel(float* q, float* k, const float* v, const KvArgs kv, bool store, int64_t n_tok,
+                                  int64_t n_head, int64_t n_head_kv, int64_t hd, int64_t pos0_arg,
+                                  const float* __restrict__ cs, const float* __restrict__ sn, int64_t half,
+                                  bool interleaved, const int64_t* dyn) {
+  pdl_enter();
+  const int64_t pos0 = dyn ? dyn[1] : pos0_arg;
+  const int64_t hh = hd / 2, heads = n_head + n_head_kv;
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= n_tok * heads * hh) return;
+  const int64_t i = idx % hh, th = idx / hh, t = th / heads, h = th % heads;
+  const bool is_k = h >= n_head;
+  const int64_t g = h - n_head;  // KV head (is_k)
+  float* x = is_k ? k + (t * n_head_kv + g) * hd : q + (t * n_head + h) * hd;
+  const float c = cs[(pos0 + t) * half + i], sv = sn[(pos0 + t) * half + i];
+  const int64_t ia = interleaved ? 2 * i : i, ib = interleaved ? 2 * i + 1 : i + hh;
+  const float a = x[ia], b = x[ib];
+  const float ra = a * c - b * sv, rb = interleaved ? a * sv + b * c : b * c + a * sv;
+  x[ia] = ra;
+  x[ib] = rb;
+  if (!is_k || !store) return;
+  const int64_t p = pos0 + t, slot = p % kv.block_pos;
+  const float* vr = v + (t * n_head_kv + g) * hd;
+  const int64_t dims[2] = {ia, ib};
+  const float kvals[2] = {ra, rb};
+  for (int e = 0; e < 2; ++e) {
+    const int64_t d = dims[e];
+    const int64_t ki = ((slot / kKvBlock) * hd + d) * kKvBlock + slot % kKvBlock;  // cpu::k_index
+    if (kv.type == DType::F16) {
+      reinterpret_cast<__half*>(k_slice(kv, p, g))[ki] = __float2half_rn(kvals[e]);
+      reinterpret_cast<__half*>(v_slice(kv, p, g))[slot * hd + d] = __float2half_rn(vr[d]);
+    } else {
+      reinterpret_cast<float*>(k_slice(kv, p, g))[ki] = kvals[e];
+      reinterpret_cast<float*>(v_slice(kv, p, g))[slot * hd + d] = vr[d];
+    }
+  }
+}
+
 // Q8_0: one warp per (token, head, 32 values): d = max|x| / 127, q = round(x / d).
 __global__ void kv_store_q8_kernel(const KvArgs kv, const float* k, const float* v, int64_t n_tok, int64_t pos0_arg,
                                    const int64_t* dyn) {
+  pdl_enter();
   const int64_t pos0 = dyn ? dyn[1] : pos0_arg;
   const int64_t hd = kv.head_dim, groups = hd / 32, kvd = kv.n_head_kv * hd;
   const int64_t w = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
@@ -245,6 +292,7 @@ template <int ND>
 __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const KvArgs kv, const float* q, int64_t pos0_arg,
                                                                     int64_t n_head, int64_t group, float scale,
                                                                     float* out, const int64_t* dyn, AttnSplit split) {
+  pdl_enter();
   const int64_t pos0 = dyn ? dyn[1] : pos0_arg;
   constexpr int HD = ND * 32;
   LAYA_DYNAMIC_SHARED(float, sm);
@@ -334,7 +382,10 @@ cudaError_t launch_attention(const KvArgs& kv, const float* q, int64_t n_tok, in
   const dim3 grid(static_cast<unsigned>(n_tok), static_cast<unsigned>(kv.n_head_kv),
                   static_cast<unsigned>((group + kMaxG - 1) / kMaxG * sp.n));
   const size_t smem = attention_smem<ND>();
-  LAYA_LAUNCH(attention_kernel<ND>, grid, kAttnWarps * 32, smem, s)(kv, q, pos0, n_head, group, scale, out, dyn, sp);
+  if (cudaError_t e = launch_chained(attention_kernel<ND>, grid, dim3(kAttnWarps * 32), smem, s, kv, q, pos0, n_head, group,
+                                     scale, out, dyn, sp);
+      e != cudaSuccess)
+    return e;
   return cudaGetLastError();
 }
 
@@ -382,6 +433,18 @@ cudaError_t kv_store(const KvArgs& kv, const float* k, const float* v, int64_t n
     LAYA_LAUNCH(kv_store_kernel, blocks_for(n_tok * kv.n_head_kv * kv.head_dim, 256), 256, 0, s)(kv, k, v, n_tok, pos0, dyn);
   }
   return cudaGetLastError();
+}
+
+cudaError_t rope_kv_store(const KvArgs& kv, float* q, float* k, const float* v, int64_t n_tok, int64_t n_head,
+                          int64_t pos0, const float* cos, const float* sin, int64_t half, bool interleaved,
+                          const int64_t* dyn, cudaStream_t s) {
+  const int64_t n = n_tok * (n_head + kv.n_head_kv) * (kv.head_dim / 2);
+  if (n == 0) return cudaSuccess;
+  const bool store = kv.type != DType::Q8_0;  // Q8_0 quantizes whole 32-value groups: its own kernel after
+  const cudaError_t e = launch_chained(rope_store_kernel, dim3(blocks_for(n, 256)), dim3(256), 0, s, q, k, v, kv, store,
+                                       n_tok, n_head, kv.n_head_kv, kv.head_dim, pos0, cos, sin, half, interleaved, dyn);
+  if (e != cudaSuccess || store) return e;
+  return kv_store(kv, k, v, n_tok, pos0, dyn, s);
 }
 
 cudaError_t configure_attention() {
