@@ -23,7 +23,7 @@
 #        the suite, makes random-weight llama-3.2-1b BF16 / Q8_0 models there
 #        (mkmodel on its 16 cores: a 1.3-2.5 GB file cannot be carried) and
 #        times decode with `laya bench --backend cuda`. Logs go to $OUT.
-#        STEPS="tests logits bench peer replay sanitize" selects parts (default: all, in this order).
+#        STEPS="tests logits bench sweep peer replay profile sanitize" selects parts (default: all, in this order).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -88,7 +88,7 @@ logits_filter() {
 device() {
   # Five log files in $OUT (the tool returns at most 8, and what is there when
   # a command is stopped at its time limit).
-  local out="${OUT:-$PWD/out}" steps="${STEPS:-tests logits bench peer replay profile sanitize}"
+  local out="${OUT:-$PWD/out}" steps="${STEPS:-tests logits bench sweep peer replay profile sanitize}"
   mkdir -p "$out" pkg || return 1
   # xz: the smallest form (the call carries at most 64 MiB); Python's lzma where the device has no xz.
   tar -C pkg -xJf bin.tar.xz 2>/dev/null || python3 -c 'import tarfile; tarfile.open("bin.tar.xz").extractall("pkg")' || return 1
@@ -140,6 +140,20 @@ device() {
           LAYA_CUDA_PDL=1 timeout "${BENCH_S:-60}" "$laya" bench -m "$f" --backend cuda -p 512 -n 256 --warmup 32 --json >>"$out/bench.log" 2>&1
           echo "rc $? $m $t pdl=1"; tail -n 1 "$out/bench.log" | cut -c1-400
         fi
+      done
+    done
+  fi
+  if [[ " $steps " == *" sweep "* ]]; then
+    echo "== decode variants (the tuning knobs of matmul.cu / cuda_backend.cpp), -p 512 -n 128"
+    local f v t
+    for t in ${SWEEP_TYPES:-Q8_0 BF16}; do
+      f="/tmp/llama-3.2-1b-$t.gguf"
+      [ -f "$f" ] || timeout 120 "$laya" mkmodel --preset llama-3.2-1b --type "$t" -o "$f" -q || continue
+      for v in default LAYA_CUDA_PREFETCH=1 LAYA_CUDA_PDL=1 LAYA_CUDA_ATTN_SPLIT=1 LAYA_CUDA_ATTN_SPLIT=4 \
+               LAYA_CUDA_ATTN_SPLIT=16 LAYA_CUDA_ATTN_SPLIT=32 LAYA_CUDA_RPW=2 LAYA_CUDA_RPW=4; do
+        [ "$t" = BF16 ] && [[ "$v" == *ATTN* || "$v" == *RPW=4* ]] && continue
+        echo "$t $v: $(env ${v/default/LAYA_SWEEP=1} timeout 40 "$laya" bench -m "$f" --backend cuda -p 512 -n 128 --warmup 16 --json 2>&1 |
+          grep -o '"decode_ms_p50": [0-9.]*\|"decode_ms_p99": [0-9.]*' | tr '\n' ' ')" | tee -a "$out/sweep.log"
       done
     done
   fi

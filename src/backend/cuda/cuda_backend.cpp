@@ -63,6 +63,11 @@ Result<std::unique_ptr<Backend>> CudaBackend::create(const BackendOptions& opt, 
   LAYA_CUDA_TRY(cudaMemset(be->split_counters_, 0, be->split_counters_n_ * sizeof(int)), "zeroing the split counters");
   const char* g = std::getenv("LAYA_CUDA_GRAPHS");
   be->use_graphs_ = !(g && std::strcmp(g, "0") == 0);
+  if (const char* a = std::getenv("LAYA_CUDA_ATTN_SPLIT")) {
+    char* end = nullptr;
+    const long v = std::strtol(a, &end, 10);
+    if (end != a && *end == 0 && v >= 1 && v <= 32) be->attn_split_ = static_cast<int>(v);
+  }
   return std::unique_ptr<Backend>(std::move(be));
 }
 
@@ -425,6 +430,7 @@ cuda::AttnSplit CudaBackend::attention_split(const AttentionShape& s) const {
   cuda::AttnSplit sp;
   const int64_t head_groups = s.n_head_kv * ((s.n_head / s.n_head_kv + 7) / 8);
   int n = static_cast<int>(std::clamp<int64_t>(64 / std::max<int64_t>(head_groups, 1), 1, 32));
+  if (attn_split_ > 0) n = attn_split_;  // LAYA_CUDA_ATTN_SPLIT (measuring variants)
   while (n > 1 && static_cast<size_t>(s.n_head * n * (s.head_dim + 2)) > split_scratch_floats_) n /= 2;
   if (static_cast<size_t>(head_groups) > split_counters_n_) n = 1;
   sp.n = n;

@@ -106,6 +106,7 @@ class CudaBackend final : public Backend {
   size_t split_scratch_floats_ = 0, split_counters_n_ = 0;
   // The split for a decode step of this shape (n = 1 where it does not fit).
   cuda::AttnSplit attention_split(const AttentionShape& s) const;
+  int attn_split_ = 0;  // LAYA_CUDA_ATTN_SPLIT=1..32: a fixed split (0: by shape)
 
   // Decode-step graphs, by the logits buffer they end in (one per sequence;
   // every other buffer a step touches is the engine's and fixed).

@@ -279,6 +279,12 @@ int64_t padded_cols(int64_t cols) { return (cols + kPadCols - 1) / kPadCols * kP
 
 size_t g_smem_optin = 48 * 1024;  // the device's opt-in shared memory per block (configure())
 bool g_pdl = false;               // programmatic dependent launch (configure())
+// Tuning knobs read once by configure(), for measuring variants on the GPU
+// in one call (bench/cuda/run_on_device.sh's "sweep"): LAYA_CUDA_PREFETCH=1
+// prefetches a warp's rows into L2 before staging x even without chained
+// launches; LAYA_CUDA_RPW=1..4 fixes the rows per warp.
+bool g_prefetch = false;
+int g_rpw = 0;
 
 }  // namespace
 
@@ -296,6 +302,10 @@ cudaError_t configure(int64_t max_cols) {
   // which are latency-bound already (docs/CUDA.md, "Measured").
   const char* pdl = std::getenv("LAYA_CUDA_PDL");
   g_pdl = major >= 9 && pdl && std::strcmp(pdl, "1") == 0;
+  const char* pf = std::getenv("LAYA_CUDA_PREFETCH");
+  g_prefetch = pf && std::strcmp(pf, "1") == 0;
+  const char* rpw = std::getenv("LAYA_CUDA_RPW");
+  g_rpw = rpw && rpw[0] >= '1' && rpw[0] <= '4' && rpw[1] == 0 ? rpw[0] - '0' : 0;
   const size_t bytes = g_smem_optin;
   const MatvecFn all[] = {matvec_kernel<DotAny>,
                           matvec_kernel<DotOf<UnitF32>>,
@@ -336,10 +346,10 @@ cudaError_t matvec(const MatvecJob& job, const float* x, int64_t n_tok, cudaStre
   // Rows per warp: up to 4 where there are rows enough to fill the GPU twice
   // over (x is staged once per block), 1 for small matrices.
   const int64_t warps_wanted = 132 * 64 * 2;
-  const int rpw = static_cast<int>(std::clamp<int64_t>(total / warps_wanted, 1, 4));
+  const int rpw = g_rpw > 0 ? g_rpw : static_cast<int>(std::clamp<int64_t>(total / warps_wanted, 1, 4));
   const int64_t blocks = (total + kWarps * rpw - 1) / (kWarps * rpw);
   MatvecJob j = job;
-  j.prefetch = pdl_enabled();
+  j.prefetch = pdl_enabled() || g_prefetch;
   return launch_chained(matvec_for(j), dim3(static_cast<unsigned>(blocks)), dim3(kWarps * 32),
                         static_cast<size_t>(n_tok * xpad_size(padded)) * sizeof(float), s, j, x, cols, padded, total, rpw,
                         static_cast<int>(n_tok));
