@@ -201,6 +201,20 @@ Result<const cuda::DevMat*> CudaBackend::dev(const Tensor& w, const char* op) co
 
 // ---- ops ---------------------------------------------------------------------------------------
 
+namespace {
+// The decode kernel's SwiGLU job: gate products to `gate`, silu(gate) * up to `out`.
+cuda::MatvecJob swiglu_job(const cuda::DevMat& g, const cuda::DevMat& u, float* gate, float* out) {
+  cuda::MatvecJob job;
+  job.n = 2;
+  job.swiglu = true;
+  job.m[0] = g;
+  job.m[1] = u;
+  job.y[0] = gate;
+  job.y[1] = out;
+  return job;
+}
+}  // namespace
+
 Status CudaBackend::matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) {
   const MatmulOut o{&w, y};
   return matmul_group(&o, 1, x, n_tok);
@@ -264,13 +278,7 @@ Status CudaBackend::norm_matmul_swiglu(const float* x, const Tensor& norm, float
   LAYA_ASSIGN_OR_RETURN(const float* nw, norm_weight(norm, "norm_matmul_swiglu"));
   LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* g, dev(w_gate, "norm_matmul_swiglu"));
   LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* u, dev(w_up, "norm_matmul_swiglu"));
-  cuda::MatvecJob job;
-  job.n = 2;
-  job.swiglu = true;
-  job.m[0] = *g;
-  job.m[1] = *u;
-  job.y[0] = gate_scratch;
-  job.y[1] = out;
+  cuda::MatvecJob job = swiglu_job(*g, *u, gate_scratch, out);
   job.norm_w = nw;
   job.norm_eps = eps;
   job.norm_out = xn;
@@ -307,14 +315,7 @@ Status CudaBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, cons
   LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* g, dev(w_gate, "matmul_swiglu"));
   LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* u, dev(w_up, "matmul_swiglu"));
   if (cuda::matvec_tokens(n_tok, g->cols)) {
-    cuda::MatvecJob job;
-    job.n = 2;
-    job.swiglu = true;
-    job.m[0] = *g;
-    job.m[1] = *u;
-    job.y[0] = gate_scratch;
-    job.y[1] = out;
-    LAYA_CUDA_TRY(cuda::matvec(job, x, n_tok, stream_), "matmul_swiglu {} ({} x {}) n_tok {}", dtype_name(g->type),
+    LAYA_CUDA_TRY(cuda::matvec(swiglu_job(*g, *u, gate_scratch, out), x, n_tok, stream_), "matmul_swiglu {} ({} x {}) n_tok {}", dtype_name(g->type),
                   g->rows, g->cols, n_tok);
     return Status::Ok();
   }

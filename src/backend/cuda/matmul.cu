@@ -24,26 +24,26 @@ __device__ __forceinline__ float warp_sum(float s) {
 // Row r of m times xs (staged, padded), summed over the warp. Eight (then
 // four) units per lane are loaded before any is used: bytes in flight hide
 // the latency of device memory.
+// B units of this lane (u, u + 32, ...), all loaded before the first is used.
+template <int B, class U>
+__device__ __forceinline__ float units_dot(const DevMat& m, int64_t r, int64_t u, const float* xs) {
+  typename U::Raw w[B];
+#pragma unroll
+  for (int j = 0; j < B; ++j) w[j] = U::load(m, r, u + 32 * j);
+  float s = 0.f;
+#pragma unroll
+  for (int j = 0; j < B; ++j) s += U::dot(w[j], m, r, u + 32 * j, xs);
+  return s;
+}
+
 template <class U>
 __device__ float row_dot(const DevMat& m, int64_t r, const float* xs, int lane) {
   const int64_t n = U::units(m.cols);
   float s = 0.f;
   int64_t u = lane;
-  for (; u + 224 < n; u += 256) {
-    typename U::Raw w[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) w[j] = U::load(m, r, u + 32 * j);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) s += U::dot(w[j], m, r, u + 32 * j, xs);
-  }
-  for (; u + 96 < n; u += 128) {
-    typename U::Raw w[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) w[j] = U::load(m, r, u + 32 * j);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) s += U::dot(w[j], m, r, u + 32 * j, xs);
-  }
-  for (; u < n; u += 32) s += U::dot(U::load(m, r, u), m, r, u, xs);
+  for (; u + 224 < n; u += 256) s += units_dot<8, U>(m, r, u, xs);
+  for (; u + 96 < n; u += 128) s += units_dot<4, U>(m, r, u, xs);
+  for (; u < n; u += 32) s += units_dot<1, U>(m, r, u, xs);
   return warp_sum(s);
 }
 
