@@ -149,7 +149,7 @@ device() {
     for t in ${SWEEP_TYPES:-Q8_0 BF16}; do
       f="/tmp/llama-3.2-1b-$t.gguf"
       [ -f "$f" ] || timeout 120 "$laya" mkmodel --preset llama-3.2-1b --type "$t" -o "$f" -q || continue
-      for v in default LAYA_CUDA_PREFETCH=1 LAYA_CUDA_PDL=1 LAYA_CUDA_ATTN_SPLIT=1 LAYA_CUDA_ATTN_SPLIT=4 \
+      for v in default LAYA_CUDA_TILE=1 LAYA_CUDA_PREFETCH=1 LAYA_CUDA_PDL=1 LAYA_CUDA_ATTN_SPLIT=1 LAYA_CUDA_ATTN_SPLIT=4 \
                LAYA_CUDA_ATTN_SPLIT=16 LAYA_CUDA_ATTN_SPLIT=32 LAYA_CUDA_RPW=2 LAYA_CUDA_RPW=4; do
         [ "$t" = BF16 ] && [[ "$v" == *ATTN* || "$v" == *RPW=4* ]] && continue
         echo "$t $v: $(env ${v/default/LAYA_SWEEP=1} timeout 40 "$laya" bench -m "$f" --backend cuda -p 512 -n 128 --warmup 16 --json 2>&1 |

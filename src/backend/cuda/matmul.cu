@@ -187,6 +187,87 @@ __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const MatvecJob job
   }
 }
 
+// ---- several rows per warp at once (LAYA_CUDA_TILE=1; off until measured on a GPU) -------------
+// A warp multiplies kTile rows together: each unit's x comes from shared
+// memory once for all of them, and 2 * kTile rows' loads are in flight before
+// any is used (the profile in docs/CUDA.md: the decode kernel waits on its
+// loads). F16 / BF16 / Q8_0 jobs of one type, not SwiGLU.
+constexpr int kTile = 4;
+
+template <class U>
+__global__ void __launch_bounds__(kWarps * 32) matvec_tile_kernel(const MatvecJob job, const float* __restrict__ x,
+                                                                  int64_t cols, int64_t padded, int64_t total,
+                                                                  int n_tok) {
+  LAYA_DYNAMIC_SHARED(float, xs);
+  pdl_enter();
+  stage_x(job, x, cols, padded, n_tok, xs);
+  const int64_t stride = xpad_size(padded);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t first = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * kTile;
+  DevMat m[kTile];
+  int64_t rr[kTile];
+  float* y[kTile];
+  bool ok[kTile];
+#pragma unroll
+  for (int k = 0; k < kTile; ++k) {
+    int i = 0;
+    int64_t r = first + k;
+    ok[k] = r < total;
+    while (i + 1 < job.n && r >= job.m[i].rows) r -= job.m[i++].rows;
+    m[k] = job.m[i];
+    rr[k] = r;
+    y[k] = job.y[i];
+  }
+  const int64_t n = U::units(cols);
+  for (int t = 0; t < n_tok; ++t) {
+    const float* xt = xs + t * stride;
+    float acc[kTile] = {};
+    int64_t u = lane;
+    for (; u + 32 < n; u += 64) {
+      typename U::Raw w0[kTile], w1[kTile];
+#pragma unroll
+      for (int k = 0; k < kTile; ++k)
+        if (ok[k]) {
+          w0[k] = U::load(m[k], rr[k], u);
+          w1[k] = U::load(m[k], rr[k], u + 32);
+        }
+      const typename U::X x0 = U::xload(xt, u), x1 = U::xload(xt, u + 32);
+#pragma unroll
+      for (int k = 0; k < kTile; ++k)
+        if (ok[k]) acc[k] += U::dotx(w0[k], m[k], rr[k], u, x0) + U::dotx(w1[k], m[k], rr[k], u + 32, x1);
+    }
+    for (; u < n; u += 32) {
+      const typename U::X x0 = U::xload(xt, u);
+#pragma unroll
+      for (int k = 0; k < kTile; ++k)
+        if (ok[k]) acc[k] += U::dotx(U::load(m[k], rr[k], u), m[k], rr[k], u, x0);
+    }
+#pragma unroll
+    for (int k = 0; k < kTile; ++k) {
+      const float sum = warp_sum(acc[k]);  // ok[k] is the same on every lane
+      if (ok[k] && lane == 0) {
+        float* o = y[k] + t * m[k].rows + rr[k];
+        *o = job.accumulate ? *o + sum : sum;
+      }
+    }
+  }
+}
+
+using TileFn = void (*)(const MatvecJob, const float*, int64_t, int64_t, int64_t, int);
+
+// The tile kernel for a job, or nullptr where it does not apply.
+TileFn tile_for(const MatvecJob& job) {
+  if (job.swiglu) return nullptr;
+  for (int i = 1; i < job.n; ++i)
+    if (job.m[i].type != job.m[0].type) return nullptr;
+  switch (job.m[0].type) {
+    case DType::F16: return matvec_tile_kernel<Unit16<false>>;
+    case DType::BF16: return matvec_tile_kernel<Unit16<true>>;
+    case DType::Q8_0: return matvec_tile_kernel<UnitQ8>;
+    default: return nullptr;
+  }
+}
+
 using MatvecFn = void (*)(const MatvecJob, const float*, int64_t, int64_t, int64_t, int, int);
 
 // The kernel for a job: one type's when every matrix has it, else the general one.
@@ -285,28 +366,28 @@ bool g_pdl = false;               // programmatic dependent launch (configure())
 // launches; LAYA_CUDA_RPW=1..4 fixes the rows per warp.
 bool g_prefetch = false;
 int g_rpw = 0;
+bool g_tile = false;  // LAYA_CUDA_TILE=1: matvec_tile_kernel where it applies
 
+}  // namespace
+
+namespace {
+// Lets kernel f take `bytes` of shared memory in all: dynamic plus its static
+// (stage_x's reduction), within the device's opt-in limit.
+cudaError_t allow_smem(const void* f, size_t bytes) {
+  cudaFuncAttributes fa{};
+  if (cudaError_t e = cudaFuncGetAttributes(&fa, f); e != cudaSuccess) return e;
+  return cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes - fa.sharedSizeBytes));
+}
 }  // namespace
 
 cudaError_t configure(int64_t max_cols) {
   (void)max_cols;
   // The whole opt-in shared memory: x of up to kMaxVecTok tokens (matvec_tokens()).
-  int dev = 0, optin = 0;
+  int dev = 0, optin = 0, major = 0;
   if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
   if (cudaError_t e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev); e != cudaSuccess) return e;
-  g_smem_optin = static_cast<size_t>(optin);
-  int major = 0;
   if (cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev); e != cudaSuccess) return e;
-  // Off unless LAYA_CUDA_PDL=1: on the H200 it measured slower (llama-3.2-1b Q8_0 decode p50 1.70 ms
-  // with it, 1.63 without): the early blocks' L2 prefetches compete with the running kernel's loads,
-  // which are latency-bound already (docs/CUDA.md, "Measured").
-  const char* pdl = std::getenv("LAYA_CUDA_PDL");
-  g_pdl = major >= 9 && pdl && std::strcmp(pdl, "1") == 0;
-  const char* pf = std::getenv("LAYA_CUDA_PREFETCH");
-  g_prefetch = pf && std::strcmp(pf, "1") == 0;
-  const char* rpw = std::getenv("LAYA_CUDA_RPW");
-  g_rpw = rpw && rpw[0] >= '1' && rpw[0] <= '4' && rpw[1] == 0 ? rpw[0] - '0' : 0;
-  const size_t bytes = g_smem_optin;
+  const size_t bytes = static_cast<size_t>(optin);
   const MatvecFn all[] = {matvec_kernel<DotAny>,
                           matvec_kernel<DotOf<UnitF32>>,
                           matvec_kernel<DotOf<Unit16<false>>>,
@@ -316,15 +397,24 @@ cudaError_t configure(int64_t max_cols) {
                           matvec_kernel<DotOf<UnitK<true>>>,
                           matvec_kernel<DotOf<UnitQ6>>,
                           matvec_kernel<DotOf<UnitGeneric>>};
-  for (MatvecFn f : all) {
-    // Dynamic plus static shared memory (stage_x's reduction) must fit the opt-in limit.
-    cudaFuncAttributes fa{};
-    if (cudaError_t e = cudaFuncGetAttributes(&fa, reinterpret_cast<const void*>(f)); e != cudaSuccess) return e;
-    const cudaError_t e = cudaFuncSetAttribute(reinterpret_cast<const void*>(f), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(bytes - fa.sharedSizeBytes));
-    if (e != cudaSuccess) return e;
-  }
+  for (MatvecFn f : all)
+    if (cudaError_t e = allow_smem(reinterpret_cast<const void*>(f), bytes); e != cudaSuccess) return e;
+  const TileFn tiles[] = {matvec_tile_kernel<Unit16<false>>, matvec_tile_kernel<Unit16<true>>, matvec_tile_kernel<UnitQ8>};
+  for (TileFn f : tiles)
+    if (cudaError_t e = allow_smem(reinterpret_cast<const void*>(f), bytes); e != cudaSuccess) return e;
   g_smem_optin = bytes - 1024;  // what matvec_tokens() may ask for: the reduction's static bytes are far fewer
+  // Off unless LAYA_CUDA_PDL=1: on the H200 it measured slower (llama-3.2-1b Q8_0 decode p50 1.70 ms
+  // with it, 1.63 without): the early blocks' L2 prefetches compete with the running kernel's loads,
+  // which are latency-bound already (docs/CUDA.md, "Measured").
+  auto knob = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && std::strcmp(v, "1") == 0;
+  };
+  g_pdl = major >= 9 && knob("LAYA_CUDA_PDL");
+  g_prefetch = knob("LAYA_CUDA_PREFETCH");
+  g_tile = knob("LAYA_CUDA_TILE");
+  const char* rpw = std::getenv("LAYA_CUDA_RPW");
+  g_rpw = rpw && rpw[0] >= '1' && rpw[0] <= '4' && rpw[1] == 0 ? rpw[0] - '0' : 0;
   return cudaSuccess;
 }
 
@@ -350,6 +440,12 @@ cudaError_t matvec(const MatvecJob& job, const float* x, int64_t n_tok, cudaStre
   const int64_t blocks = (total + kWarps * rpw - 1) / (kWarps * rpw);
   MatvecJob j = job;
   j.prefetch = pdl_enabled() || g_prefetch;
+  if (TileFn f = g_tile ? tile_for(j) : nullptr) {
+    const int64_t tblocks = (total + kWarps * kTile - 1) / (kWarps * kTile);
+    return launch_chained(f, dim3(static_cast<unsigned>(tblocks)), dim3(kWarps * 32),
+                          static_cast<size_t>(n_tok * xpad_size(padded)) * sizeof(float), s, j, x, cols, padded, total,
+                          static_cast<int>(n_tok));
+  }
   return launch_chained(matvec_for(j), dim3(static_cast<unsigned>(blocks)), dim3(kWarps * 32),
                         static_cast<size_t>(n_tok * xpad_size(padded)) * sizeof(float), s, j, x, cols, padded, total, rpw,
                         static_cast<int>(n_tok));

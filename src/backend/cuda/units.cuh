@@ -65,8 +65,16 @@ struct Unit16 {  // 8 fp16 / bf16 values, one 16-byte load
   static __device__ Raw load(const DevMat& m, int64_t r, int64_t u) {
     return __ldg(reinterpret_cast<const uint4*>(m.data + static_cast<size_t>(r) * m.stride) + u);
   }
-  static __device__ float dot(const Raw& w, const DevMat&, int64_t, int64_t u, const float* xs) {
-    const float4 x0 = x4(xs, 8 * u), x1 = x4(xs, 8 * u + 4);
+  // The x values of unit u (dotx(), so a warp multiplying several rows reads them once).
+  struct X {
+    float4 a, b;
+  };
+  static __device__ X xload(const float* xs, int64_t u) { return X{x4(xs, 8 * u), x4(xs, 8 * u + 4)}; }
+  static __device__ float dot(const Raw& w, const DevMat& m, int64_t r, int64_t u, const float* xs) {
+    return dotx(w, m, r, u, xload(xs, u));
+  }
+  static __device__ float dotx(const Raw& w, const DevMat&, int64_t, int64_t, const X& x) {
+    const float4 x0 = x.a, x1 = x.b;
     const uint32_t v[4] = {w.x, w.y, w.z, w.w};
     float f[8];
 #pragma unroll
@@ -91,12 +99,21 @@ struct UnitQ8 {  // 16 int8 values and their block's fp16 scale
     w.d = __ldg(m.scales + static_cast<size_t>(r) * static_cast<size_t>(m.cols / 32) + u / 2);
     return w;
   }
-  static __device__ float dot(const Raw& w, const DevMat&, int64_t, int64_t u, const float* xs) {
+  struct X {
+    float4 v[4];
+  };
+  static __device__ X xload(const float* xs, int64_t u) {
+    return X{{x4(xs, u * 16), x4(xs, u * 16 + 4), x4(xs, u * 16 + 8), x4(xs, u * 16 + 12)}};
+  }
+  static __device__ float dot(const Raw& w, const DevMat& m, int64_t r, int64_t u, const float* xs) {
+    return dotx(w, m, r, u, xload(xs, u));
+  }
+  static __device__ float dotx(const Raw& w, const DevMat&, int64_t, int64_t, const X& xv) {
     const uint32_t v[4] = {w.q.x, w.q.y, w.q.z, w.q.w};
     float s = 0.f;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const float4 x = x4(xs, u * 16 + 4 * i);
+      const float4 x = xv.v[i];
       s += static_cast<float>(static_cast<int8_t>(v[i])) * x.x + static_cast<float>(static_cast<int8_t>(v[i] >> 8)) * x.y +
            static_cast<float>(static_cast<int8_t>(v[i] >> 16)) * x.z + static_cast<float>(static_cast<int8_t>(v[i] >> 24)) * x.w;
     }
