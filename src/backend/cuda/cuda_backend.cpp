@@ -315,8 +315,8 @@ Status CudaBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, cons
   LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* g, dev(w_gate, "matmul_swiglu"));
   LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* u, dev(w_up, "matmul_swiglu"));
   if (cuda::matvec_tokens(n_tok, g->cols)) {
-    LAYA_CUDA_TRY(cuda::matvec(swiglu_job(*g, *u, gate_scratch, out), x, n_tok, stream_), "matmul_swiglu {} ({} x {}) n_tok {}", dtype_name(g->type),
-                  g->rows, g->cols, n_tok);
+    LAYA_CUDA_TRY(cuda::matvec(swiglu_job(*g, *u, gate_scratch, out), x, n_tok, stream_),
+                  "matmul_swiglu {} ({} x {}) n_tok {}", dtype_name(g->type), g->rows, g->cols, n_tok);
     return Status::Ok();
   }
   LAYA_CUDA_TRY(cuda::gemm(*g, x, n_tok, gate_scratch, stream_), "matmul_swiglu gate {} n_tok {}", w_gate.name, n_tok);

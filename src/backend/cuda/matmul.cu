@@ -128,13 +128,19 @@ __device__ void stage_x(const MatvecJob& job, const float* __restrict__ x, int64
   __syncthreads();
 }
 
+// Row R of the job's matrices laid end to end: which matrix (returned) and
+// its row there (*r, given R).
+__device__ __forceinline__ int job_row(const MatvecJob& job, int64_t* r) {
+  int i = 0;
+  while (i + 1 < job.n && *r >= job.m[i].rows) *r -= job.m[i++].rows;
+  return i;
+}
+
 // The rows a warp will multiply, into L2: one prefetch per 128 bytes.
 __device__ void prefetch_rows(const MatvecJob& job, int64_t first, int rpw, int64_t total, int lane) {
   for (int64_t R = first; R < first + rpw && R < total; ++R) {
-    int i = 0;
     int64_t r = R;
-    if (!job.swiglu)
-      while (i + 1 < job.n && r >= job.m[i].rows) r -= job.m[i++].rows;
+    const int i = job.swiglu ? 0 : job_row(job, &r);
     for (int k = i; k <= (job.swiglu ? 1 : i); ++k) {
       const DevMat& m = job.m[k];
       const uint8_t* row = m.data + static_cast<size_t>(r) * m.stride;
@@ -142,7 +148,6 @@ __device__ void prefetch_rows(const MatvecJob& job, int64_t first, int rpw, int6
     }
   }
 }
-__device__ __forceinline__ bool pdl_enabled_dev(const MatvecJob& job) { return job.prefetch; }
 
 // Grid: blocks of kWarps warps, each warp `rpw` consecutive rows of the
 // matrices laid end to end. D: the row product, one type's (the job's
@@ -159,7 +164,7 @@ __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const MatvecJob job
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t first = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * rpw;
   // The weights depend on no earlier kernel: into L2 while that one ends.
-  if (pdl_enabled_dev(job)) prefetch_rows(job, first, rpw, total, lane);
+  if (job.prefetch) prefetch_rows(job, first, rpw, total, lane);
   pdl_enter();
   stage_x(job, x, cols, padded, n_tok, xs);
   const int64_t stride = xpad_size(padded);
@@ -174,9 +179,8 @@ __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const MatvecJob job
       }
       continue;
     }
-    int i = 0;
     int64_t r = R;
-    while (i + 1 < job.n && r >= job.m[i].rows) r -= job.m[i++].rows;
+    const int i = job_row(job, &r);
     for (int t = 0; t < n_tok; ++t) {
       const float s = D::dot(job.m[i], r, xs + t * stride, lane);
       if (lane == 0) {
@@ -210,10 +214,9 @@ __global__ void __launch_bounds__(kWarps * 32) matvec_tile_kernel(const MatvecJo
   bool ok[kTile];
 #pragma unroll
   for (int k = 0; k < kTile; ++k) {
-    int i = 0;
     int64_t r = first + k;
     ok[k] = r < total;
-    while (i + 1 < job.n && r >= job.m[i].rows) r -= job.m[i++].rows;
+    const int i = job_row(job, &r);
     m[k] = job.m[i];
     rr[k] = r;
     y[k] = job.y[i];

@@ -54,6 +54,23 @@ __global__ void silu_mul_kernel(const float* gate, float* out, int64_t n) {
   if (i < n) out[i] = gate[i] / (1.0f + expf(-gate[i])) * out[i];
 }
 
+// Rotates the pair of dims (ia, ib) of one head's vector v, pair i of
+// position `pos`; writes the rotated values to v and returns them.
+struct Rotated {
+  int64_t ia, ib;
+  float a, b;
+};
+__device__ __forceinline__ Rotated rotate_pair(float* v, int64_t i, int64_t hd, int64_t pos, const float* __restrict__ cs,
+                                               const float* __restrict__ sn, int64_t half, bool interleaved) {
+  const float c = cs[pos * half + i], s = sn[pos * half + i];
+  const int64_t ia = interleaved ? 2 * i : i, ib = interleaved ? 2 * i + 1 : i + hd / 2;
+  const float a = v[ia], b = v[ib];
+  const float ra = a * c - b * s, rb = interleaved ? a * s + b * c : b * c + a * s;
+  v[ia] = ra;
+  v[ib] = rb;
+  return Rotated{ia, ib, ra, rb};
+}
+
 // One thread per rotated pair.
 __global__ void rope_kernel(float* x, int64_t n_tok, int64_t n_heads, int64_t hd, int64_t pos0_arg,
                             const float* __restrict__ cs, const float* __restrict__ sn, int64_t half, bool interleaved,
@@ -64,12 +81,7 @@ __global__ void rope_kernel(float* x, int64_t n_tok, int64_t n_heads, int64_t hd
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= n_tok * n_heads * hh) return;
   const int64_t i = idx % hh, th = idx / hh, t = th / n_heads;
-  float* v = x + th * hd;
-  const float c = cs[(pos0 + t) * half + i], s = sn[(pos0 + t) * half + i];
-  const int64_t ia = interleaved ? 2 * i : i, ib = interleaved ? 2 * i + 1 : i + hh;
-  const float a = v[ia], b = v[ib];
-  v[ia] = a * c - b * s;
-  v[ib] = interleaved ? a * s + b * c : b * c + a * s;
+  rotate_pair(x + th * hd, i, hd, pos0 + t, cs, sn, half, interleaved);
 }
 
 // ---- KV cache ------------------------------------------------------------------------------------
@@ -84,6 +96,19 @@ __device__ __forceinline__ uint8_t* v_slice(const KvArgs& kv, int64_t pos, int64
 __device__ __forceinline__ size_t q8_k_block_bytes(int64_t hd) { return static_cast<size_t>(hd * kKvBlock + hd / 32 * kKvBlock * 4); }
 __device__ __forceinline__ size_t q8_v_row_bytes(int64_t hd) { return static_cast<size_t>(hd + hd / 32 * 4); }
 
+// One value of k and of v at dim d of KV head g, position p, into an F32 / F16 cache.
+__device__ __forceinline__ void store_kv_value(const KvArgs& kv, int64_t p, int64_t g, int64_t d, float kval, float vval) {
+  const int64_t hd = kv.head_dim, slot = p % kv.block_pos;
+  const int64_t ki = ((slot / kKvBlock) * hd + d) * kKvBlock + slot % kKvBlock;  // cpu::k_index
+  if (kv.type == DType::F16) {
+    reinterpret_cast<__half*>(k_slice(kv, p, g))[ki] = __float2half_rn(kval);
+    reinterpret_cast<__half*>(v_slice(kv, p, g))[slot * hd + d] = __float2half_rn(vval);
+  } else {
+    reinterpret_cast<float*>(k_slice(kv, p, g))[ki] = kval;
+    reinterpret_cast<float*>(v_slice(kv, p, g))[slot * hd + d] = vval;
+  }
+}
+
 // F32 / F16: one thread per (token, head, dim).
 __global__ void kv_store_kernel(const KvArgs kv, const float* k, const float* v, int64_t n_tok, int64_t pos0_arg,
                                 const int64_t* dyn) {
@@ -92,15 +117,8 @@ __global__ void kv_store_kernel(const KvArgs kv, const float* k, const float* v,
   const int64_t hd = kv.head_dim, kvd = kv.n_head_kv * hd;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (idx >= n_tok * kvd) return;
-  const int64_t t = idx / kvd, g = (idx % kvd) / hd, i = idx % hd, p = pos0 + t, slot = p % kv.block_pos;
-  const int64_t ki = ((slot / kKvBlock) * hd + i) * kKvBlock + slot % kKvBlock;  // cpu::k_index
-  if (kv.type == DType::F16) {
-    reinterpret_cast<__half*>(k_slice(kv, p, g))[ki] = __float2half_rn(k[idx]);
-    reinterpret_cast<__half*>(v_slice(kv, p, g))[slot * hd + i] = __float2half_rn(v[idx]);
-  } else {
-    reinterpret_cast<float*>(k_slice(kv, p, g))[ki] = k[idx];
-    reinterpret_cast<float*>(v_slice(kv, p, g))[slot * hd + i] = v[idx];
-  }
+  const int64_t t = idx / kvd, g = (idx % kvd) / hd, i = idx % hd;
+  store_kv_value(kv, pos0 + t, g, i, k[idx], v[idx]);
 }
 
 // rope of q and k in one launch, one thread per rotated pair; with `store`
@@ -119,28 +137,11 @@ __global__ void rope_store_kernel(float* q, float* k, const float* v, const KvAr
   const bool is_k = h >= n_head;
   const int64_t g = h - n_head;  // KV head (is_k)
   float* x = is_k ? k + (t * n_head_kv + g) * hd : q + (t * n_head + h) * hd;
-  const float c = cs[(pos0 + t) * half + i], sv = sn[(pos0 + t) * half + i];
-  const int64_t ia = interleaved ? 2 * i : i, ib = interleaved ? 2 * i + 1 : i + hh;
-  const float a = x[ia], b = x[ib];
-  const float ra = a * c - b * sv, rb = interleaved ? a * sv + b * c : b * c + a * sv;
-  x[ia] = ra;
-  x[ib] = rb;
+  const Rotated r = rotate_pair(x, i, hd, pos0 + t, cs, sn, half, interleaved);
   if (!is_k || !store) return;
-  const int64_t p = pos0 + t, slot = p % kv.block_pos;
   const float* vr = v + (t * n_head_kv + g) * hd;
-  const int64_t dims[2] = {ia, ib};
-  const float kvals[2] = {ra, rb};
-  for (int e = 0; e < 2; ++e) {
-    const int64_t d = dims[e];
-    const int64_t ki = ((slot / kKvBlock) * hd + d) * kKvBlock + slot % kKvBlock;  // cpu::k_index
-    if (kv.type == DType::F16) {
-      reinterpret_cast<__half*>(k_slice(kv, p, g))[ki] = __float2half_rn(kvals[e]);
-      reinterpret_cast<__half*>(v_slice(kv, p, g))[slot * hd + d] = __float2half_rn(vr[d]);
-    } else {
-      reinterpret_cast<float*>(k_slice(kv, p, g))[ki] = kvals[e];
-      reinterpret_cast<float*>(v_slice(kv, p, g))[slot * hd + d] = vr[d];
-    }
-  }
+  store_kv_value(kv, pos0 + t, g, r.ia, r.a, vr[r.ia]);
+  store_kv_value(kv, pos0 + t, g, r.ib, r.b, vr[r.ib]);
 }
 
 // Q8_0: one warp per (token, head, 32 values): d = max|x| / 127, q = round(x / d).
