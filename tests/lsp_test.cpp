@@ -544,7 +544,7 @@ TEST(LspServer, SessionsBeyondTheCapReleaseTheirKv) {
     Harness h(E, o);
     h.initialize();
     h.open("file:///a.py", "import os\nprint(os.");
-    h.open("file:///b.py", "def f(x):\n    return x");
+    h.open("file:///b.py", "def add(a, b):\n    return a");
     int id = 40;
     for (const char* uri : {"file:///a.py", "file:///b.py", "file:///a.py"}) {
       h.complete(id, uri, 1, 99);

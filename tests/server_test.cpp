@@ -301,7 +301,7 @@ TEST(ServerHttp, BadRequestsAreClearErrors) {
       {"/infill", R"({"stream": true})", 400, "\"stream\""},
       {"/infill", std::string(5000, ' '), 413, "limit of 4096"},
       {"/v1/completions", R"({"prompt": "x", "max_tokens": -1})", 400, "\"max_tokens\""},
-      {"/detokenize", R"({"tokens": [99999999]})", 400, "token id in [0, 8192)"},
+      {"/detokenize", R"({"tokens": [99999999]})", 400, "token id in [0, 12288)"},
       {"/nope", "{}", 404, "no endpoint POST /nope"},
       {"/v1/chat/completions", R"({"messages": [{"role": "user", "content": "hi"}]})", 400, "has no chat template"},
   };

@@ -34,7 +34,7 @@ stage() {
   dest="${1:-/work/main/devcuda}"
   fx=/work/shared/fixtures/ref-models
   cmake -S "$root" -B "$root/build-cuda" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLAYA_CUDA=ON \
-    -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DLAYA_BUILD_BENCH=OFF \
+    -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DLAYA_BUILD_BENCH=OFF -DLAYA_BUILD_TESTS=ON \
     -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache \
     -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache >/dev/null || return 1
   ninja -C "$root/build-cuda" -j "${JOBS:-1}" laya laya_tests || return 1

@@ -128,6 +128,92 @@ def build_model(args, vocab, eot):
     return model, cfg
 
 
+def read_gguf_q8_0(path):
+    """The tensors of a GGUF written by export_gguf.py (Q8_0 matrices, F32 vectors), as float32 arrays in
+    HF layout: the inverse of export_gguf's put() and permute(). Used by --init-gguf to continue training
+    from a shipped file (Q8_0's rounding, ~0.4 % of a block's largest weight, is noise the next steps absorb)."""
+    import struct
+    f = open(path, "rb")
+    data = f.read()
+    pos = 0
+
+    def rd(fmt):
+        nonlocal pos
+        v = struct.unpack_from("<" + fmt, data, pos)
+        pos += struct.calcsize("<" + fmt)
+        return v
+
+    def rstr():
+        (n,) = rd("Q")
+        nonlocal pos
+        s = data[pos:pos + n].decode("utf-8")
+        pos += n
+        return s
+    scalar = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+    def rval(t):
+        if t in scalar:
+            return rd(scalar[t])[0]
+        if t == 8:
+            return rstr()
+        if t == 9:
+            (et,) = rd("I")
+            (n,) = rd("Q")
+            return [rval(et) for _ in range(n)]
+        raise ValueError(f"{path}: metadata type {t}")
+    if data[:4] != b"GGUF":
+        raise ValueError(f"{path}: not a GGUF file")
+    pos = 4
+    _ver, nt, nkv = rd("I") + rd("Q") + rd("Q")
+    kv = {}
+    for _ in range(nkv):
+        k = rstr()
+        (t,) = rd("I")
+        kv[k] = rval(t)
+    infos = []
+    for _ in range(nt):
+        name = rstr()
+        (nd,) = rd("I")
+        dims = rd("Q" * nd)
+        (ty,) = rd("I")
+        (off,) = rd("Q")
+        infos.append((name, dims, ty, off))
+    align = kv.get("general.alignment", 32)
+    base = (pos + align - 1) // align * align
+    n_head = kv["llama.attention.head_count"]
+    n_kv = kv["llama.attention.head_count_kv"]
+    out = {}
+    for name, dims, ty, off in infos:
+        shape = tuple(reversed(dims))
+        n = int(np.prod(shape))
+        if ty == 0:
+            arr = np.frombuffer(data, dtype="<f4", count=n, offset=base + off)
+        elif ty == 8:
+            blk = np.frombuffer(data, dtype=np.uint8, count=n // 32 * 34, offset=base + off).reshape(-1, 34)
+            d = blk[:, :2].copy().view("<f2").astype(np.float32)
+            q = blk[:, 2:].copy().view(np.int8).astype(np.float32)
+            arr = (q * d).reshape(-1)
+        else:
+            raise ValueError(f"{path}: tensor {name} has ggml type {ty}; --init-gguf reads Q8_0 and F32")
+        out[name] = arr.reshape(shape).astype(np.float32)
+
+    def unpermute(w, heads):
+        return w.reshape(heads, w.shape[0] // heads // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+    hf = {"model.embed_tokens.weight": out["token_embd.weight"], "model.norm.weight": out["output_norm.weight"]}
+    names = {"attn_norm": "input_layernorm", "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
+             "ffn_norm": "post_attention_layernorm", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
+             "ffn_down": "mlp.down_proj"}
+    i = 0
+    while f"blk.{i}.attn_q.weight" in out:
+        b, p = f"blk.{i}.", f"model.layers.{i}."
+        hf[p + "self_attn.q_proj.weight"] = unpermute(out[b + "attn_q.weight"], n_head)
+        hf[p + "self_attn.k_proj.weight"] = unpermute(out[b + "attn_k.weight"], n_kv)
+        for g, h in names.items():
+            hf[p + h + ".weight"] = out[b + g + ".weight"]
+        i += 1
+    return hf
+
+
 def prepare(args, metrics):
     """Corpus, tokenizer, token streams. Cached in --prep-dir (a second call on
     the same machine skips it)."""
@@ -188,14 +274,24 @@ def prepare(args, metrics):
             sample.append(t[:200_000])
             left -= len(t)
     rng.shuffle(sample)
-    tok = make_tokenizer()
-    trainer = trainers.BpeTrainer(vocab_size=args.vocab, min_frequency=2, special_tokens=SPECIAL, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), max_token_length=24)
-    t_tok = time.time()
-    tok.train_from_iterator(sample, trainer=trainer, length=len(sample))
-    log(f"tokenizer trained on {sum(len(t) for t in sample) / 1e6:.1f} M chars in {time.time() - t_tok:.1f} s")
+    if args.tokenizer:
+        # Continued training (--init-gguf): the first run's tokenizer, without the BOS post-processor the
+        # HF export adds (the streams below put <|endoftext|> in front of each document themselves).
+        tj = json.load(open(args.tokenizer, encoding="utf-8"))
+        tj["post_processor"] = None
+        with open(os.path.join(args.out, "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump(tj, f, ensure_ascii=False)
+        log(f"tokenizer: {args.tokenizer} (not retrained)")
+    else:
+        tok = make_tokenizer()
+        trainer = trainers.BpeTrainer(vocab_size=args.vocab, min_frequency=2, special_tokens=SPECIAL,
+                                      show_progress=False, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                      max_token_length=24)
+        t_tok = time.time()
+        tok.train_from_iterator(sample, trainer=trainer, length=len(sample))
+        log(f"tokenizer trained on {sum(len(t) for t in sample) / 1e6:.1f} M chars in {time.time() - t_tok:.1f} s")
+        tok.save(os.path.join(args.out, "tokenizer.json"))
     del sample
-    tok.save(os.path.join(args.out, "tokenizer.json"))
     tok = Tokenizer.from_file(os.path.join(args.out, "tokenizer.json"))
     V = tok.get_vocab_size()
     ids = {s: tok.token_to_id(s) for s in SPECIAL}
@@ -332,6 +428,8 @@ def main():
     ap.add_argument("--budget-seconds", type=float, default=0,
                     help="wall-clock budget of this process; training stops to leave --post-reserve for the rest")
     ap.add_argument("--post-reserve", type=float, default=45)
+    ap.add_argument("--init-gguf", default="", help="continue training from this Q8_0 GGUF (from export_gguf.py)")
+    ap.add_argument("--tokenizer", default="", help="use this tokenizer.json instead of training one (with --init-gguf)")
     args = ap.parse_args()
     random.seed(args.seed)
     np.random.seed(args.seed)
@@ -371,6 +469,19 @@ def main():
     # ---- model + data on the GPU
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model, cfg = build_model(args, V, EOT)
+    if args.init_gguf:
+        init = read_gguf_q8_0(args.init_gguf)
+        sd = model.state_dict()
+        missing = [k for k in sd if k != "lm_head.weight" and k not in init]
+        if missing or init["model.embed_tokens.weight"].shape != tuple(sd["model.embed_tokens.weight"].shape):
+            raise SystemExit(f"--init-gguf {args.init_gguf}: does not match the model ({missing[:3]}, "
+                             f"embedding {init['model.embed_tokens.weight'].shape} vs "
+                             f"{tuple(sd['model.embed_tokens.weight'].shape)})")
+        with torch.no_grad():
+            for k, v in init.items():
+                sd[k].copy_(torch.from_numpy(v))
+        log(f"initialised from {args.init_gguf} ({len(init)} tensors)")
+        metrics["init_gguf"] = args.init_gguf
     model.to(dev)
     nparams = sum(p.numel() for p in model.parameters())
     log(f"model: {nparams / 1e6:.2f} M params, config {cfg.to_dict().get('hidden_size')}x{args.layers}")
