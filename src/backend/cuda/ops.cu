@@ -218,6 +218,9 @@ __device__ __forceinline__ void attend_chunk(const KvArgs& kv, const float* qs, 
   float sc[kMaxG];
 #pragma unroll
   for (int h = 0; h < kMaxG; ++h) sc[h] = 0.f;
+  // Unrolled so that 16 positions' keys are in flight at once: a decode step's
+  // attention is latency, not bandwidth (~1 MB of cache per layer).
+#pragma unroll 16
   for (int i = 0; i < HD / 2; ++i) {
     const float kval = k_at(kv, ks, slot0 + p, dh + i);
 #pragma unroll
@@ -242,10 +245,13 @@ __device__ __forceinline__ void attend_chunk(const KvArgs& kv, const float* qs, 
 #pragma unroll
     for (int d = 0; d < ND; ++d) acc[h][d] *= corr;
   }
-  for (int j = 0; j < valid; ++j) {
+  // All 16 positions unrolled, values past `valid` read as zeros (never loaded:
+  // their bytes may be NaN), so the loads issue together.
+#pragma unroll
+  for (int j = 0; j < kKvBlock; ++j) {
     float vv[ND];
 #pragma unroll
-    for (int d = 0; d < ND; ++d) vv[d] = v_at(kv, vs, slot0 + j, lane + 32 * d);
+    for (int d = 0; d < ND; ++d) vv[d] = j < valid ? v_at(kv, vs, slot0 + j, lane + 32 * d) : 0.f;
 #pragma unroll
     for (int h = 0; h < kMaxG; ++h) {
       if (h >= nh) continue;
