@@ -30,6 +30,26 @@ std::unique_ptr<Engine> make_engine(const std::string& path, int threads = 2, bo
   return e.ok() ? std::move(e).value() : nullptr;
 }
 
+TEST(EngineApi, DefaultKvBudgetHoldsTheContextsAsked) {
+  // The shipped model, F32 cache: 4,096 positions are 64 blocks of 393 KB, past the 16 MiB floor.
+  auto m = Model::load(LAYA_SOURCE_DIR "/models/laya-default-q8_0.gguf");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  std::shared_ptr<const Model> model = std::move(m).value();
+  int64_t blocks[2] = {0, 0};
+  for (int64_t c : {1, 2}) {
+    EngineOptions eo;
+    eo.n_threads = 1;
+    eo.n_ctx = 4096;
+    eo.kv_type = DType::F32;
+    eo.kv_default_contexts = c;
+    auto e = Engine::create(model, eo);
+    ASSERT_TRUE(e.ok()) << e.status().to_string();
+    blocks[c - 1] = (*e)->kv_pool().n_blocks();
+  }
+  EXPECT_EQ(blocks[0], 4096 / 64);
+  EXPECT_EQ(blocks[1], 2 * 4096 / 64);
+}
+
 std::vector<float> logits_copy(const Engine& e, const Sequence& s) { return {s.logits(), s.logits() + e.n_vocab()}; }
 
 TEST(EngineApi, SequencesAreIndependentAndTruncateReusesThePrefix) {

@@ -99,7 +99,8 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
 
   e->kv_layout_ = KvLayout{hp.n_layer, hp.n_head_kv, hp.head_dim, o.kv_type, o.kv_block_positions};
   if (o.kv_budget_bytes == 0) {
-    const int64_t blocks = (o.n_ctx + o.kv_block_positions - 1) / o.kv_block_positions;
+    const int64_t blocks =
+        (o.n_ctx + o.kv_block_positions - 1) / o.kv_block_positions * std::max<int64_t>(1, o.kv_default_contexts);
     o.kv_budget_bytes = std::max(static_cast<size_t>(blocks) * e->kv_layout_.block_bytes(), size_t{16} << 20);
   }
   LAYA_ASSIGN_OR_RETURN(std::unique_ptr<KvBlockPool> pool,

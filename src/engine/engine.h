@@ -42,6 +42,10 @@ struct EngineOptions {
   // beside a long one (16 MiB is ~2,700 positions of the default model),
   // and a one-sequence run of a large model holds no more than before.
   size_t kv_budget_bytes = 0;
+  // With kv_budget_bytes 0: this many full contexts (still at least 16 MiB).
+  // `replay --verify` holds two sequences of up to a full context each: the
+  // live one and the fresh one it is checked against.
+  int64_t kv_default_contexts = 1;
   // Positions per KV block: a multiple of 16 (the CPU kernels' K layout). 64
   // keeps the block table short (64 entries for 4,096 positions) while a
   // shared prefix is still found at a fine grain.

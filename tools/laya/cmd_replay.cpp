@@ -478,6 +478,10 @@ int cmd_replay(int argc, char** argv) {
   ModelSlotOptions mso;
   flags.apply(&mso.engine);
   mso.engine.n_ctx = max_ctx;  // capped by the slot at each model's trained context
+  // --verify's fresh session sits beside the live one: room for two full
+  // contexts unless --kv-budget says otherwise (a 1B model's one context of
+  // 134 MB ran out on the first long document, on the H200).
+  if (verify) mso.engine.kv_default_contexts = 2;
   SuggestOptions opt;
   opt.max_tokens = max_tokens;
   so.heal = !no_heal;
