@@ -7,8 +7,8 @@
 // is what a user of the session gets. Before each keystroke the session makes
 // a greedy suggestion (up to --max-tokens tokens); L = the longest common
 // prefix of the suggestion and the rest of the document, cut back to the last
-// word boundary (a position next to a non-alphanumeric character, or the end
-// of the suggestion). If L >= 2 the user presses Tab (1 keystroke:
+// word boundary (a position next to a non-alphanumeric character or a Han
+// ideograph, or the end of the suggestion: typing_accept.h). If L >= 2 the user presses Tab (1 keystroke:
 // Session::accept(L)), otherwise the user types the next character
 // (1 keystroke: Session::edit at the cursor).
 //   keystroke savings = 1 - keystrokes / characters
@@ -54,6 +54,7 @@
 #include "session/session.h"
 #include "tokenizer/tokenizer.h"
 #include "trace.h"
+#include "typing_accept.h"
 
 namespace laya::cli {
 
@@ -61,37 +62,6 @@ namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-std::u32string utf8_to_u32(std::string_view s) {
-  std::u32string out;
-  out.reserve(s.size());
-  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(s.data());
-  utf8proc_ssize_t n = static_cast<utf8proc_ssize_t>(s.size());
-  while (n > 0) {
-    utf8proc_int32_t cp = 0;
-    utf8proc_ssize_t k = utf8proc_iterate(p, n, &cp);
-    if (k <= 0) {  // invalid byte: U+FFFD, skip one byte
-      cp = 0xFFFD;
-      k = 1;
-    }
-    out.push_back(static_cast<char32_t>(cp));
-    p += k;
-    n -= k;
-  }
-  return out;
-}
-
-bool is_alnum(char32_t c) {
-  if (c < 128) return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-  switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
-    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT: case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_ND: case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO:
-    case UTF8PROC_CATEGORY_MN: case UTF8PROC_CATEGORY_MC:
-      return true;
-    default:
-      return false;
-  }
-}
 
 // The latency samples (latency_stats.h, as replay's) plus the keystroke figures.
 struct TraceResult : LatencySamples {
@@ -147,18 +117,6 @@ ReportTrace report_trace(const TraceResult& r, const std::string& name) {
   ReportTrace t = r.report_trace(name);
   t.typing = {r.chars, r.keystrokes, r.shown, r.accepted, r.accepted_chars};
   return t;
-}
-
-// Accepted length: the common prefix of suggestion and document, cut back to
-// the last word boundary.
-int64_t accept_length(const std::u32string& sug, const char32_t* rest, int64_t n_rest) {
-  int64_t lcp = 0;
-  const int64_t ns = static_cast<int64_t>(sug.size());
-  while (lcp < ns && lcp < n_rest && sug[lcp] == rest[lcp]) ++lcp;
-  for (int64_t k = lcp; k > 0; --k) {
-    if (k == ns || !is_alnum(sug[k - 1]) || !is_alnum(sug[k])) return k;
-  }
-  return 0;
 }
 
 // The simulated user types `doc` (UTF-8) into a fresh session. `bar`
