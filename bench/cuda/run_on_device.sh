@@ -186,7 +186,8 @@ h = rows[0]; ki = h.index("Kernel Name"); vi = h.index("Metric Value"); ui = h.i
 tot = collections.Counter(); cnt = collections.Counter()
 for r in rows[1:]:
     name = re.sub(r"\(.*", "", r[ki]).replace("void ", "")[:60]
-    v = float(r[vi].replace(",", "")); v = v / 1000.0 if r[ui] == "nsecond" else v if r[ui] == "usecond" else v * 1000.0
+    v = float(r[vi].replace(",", "")); u = r[ui]
+    v = v / 1000.0 if u in ("nsecond", "ns") else v if u in ("usecond", "us") else v * 1000.0 if u in ("msecond", "ms") else v * 1e6
     tot[name] += v; cnt[name] += 1
 all_us = sum(tot.values())
 print(f"{sum(cnt.values())} kernels, {all_us:.0f} us of kernel time")

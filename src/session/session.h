@@ -219,6 +219,9 @@ class Session {
   int64_t window_moves() const { return window_moves_; }
   // The tokens whose K/V the session's sequence holds.
   const std::vector<int32_t>& cached_tokens() const { return seq_->tokens(); }
+  // The last suggestion's prompt (window, FIM markers, healing's cut): its
+  // first token was chosen from the logits after these. For replay --verify.
+  const std::vector<int32_t>& prompt_tokens() const { return prompt_; }
   // The model the session is bound to: the one its last suggestion was made
   // on (a slot session moves at its next suggest). bundle() is null for a
   // session made on an engine.

@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const MatvecJob job
   }
 }
 
-// ---- several rows per warp at once (LAYA_CUDA_TILE=1; off until measured on a GPU) -------------
+// ---- several rows per warp at once (LAYA_CUDA_TILE=1; off: measured 18 % slower on Q8_0, 4-5 % on BF16, docs/CUDA.md) ----
 // A warp multiplies kTile rows together: each unit's x comes from shared
 // memory once for all of them, and 2 * kTile rows' loads are in flight before
 // any is used (the profile in docs/CUDA.md: the decode kernel waits on its
