@@ -82,6 +82,7 @@
 #include "session/model_slot.h"
 #include "session/scheduler.h"
 #include "session/session.h"
+#include "session/verify.h"
 #include "tokenizer/tokenizer.h"
 #include "trace.h"
 
@@ -333,30 +334,12 @@ class Replayer {
       b_tokens = b->tokens;
       b_text = b->text;
     }  // the fresh session's KV goes back to the pool before the tie check takes its own
-    LAYA_ASSIGN_OR_RETURN(double gap, tie_gap(live.engine(), prompt, a.tokens, b_tokens));
+    LAYA_ASSIGN_OR_RETURN(double gap, logit_gap_where_they_part(live.engine(), prompt, a.tokens, b_tokens));
     if (progress_) progress_->clear();
     const bool tie = tie_tol_ > 0 && gap <= tie_tol_;
     fmt::print(stderr, "laya replay: {}: {}: incremental \"{}\" != from scratch \"{}\" (logit gap {:.2e} of the largest)\n",
                where, tie ? "near tie" : "mismatch", a.text, b_text, gap);
     return tie ? Verdict::kNearTie : Verdict::kMismatch;
-  }
-
-  // Where the two token lists first differ, both tokens' logits from scratch
-  // (after the prompt and the common part): their gap over the largest
-  // |logit|. Infinity when one list ends there (a stop is not a near tie).
-  static Result<double> tie_gap(Engine& eng, const std::vector<int32_t>& prompt, const std::vector<int32_t>& a,
-                                const std::vector<int32_t>& b) {
-    size_t i = 0;
-    while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
-    if (i == a.size() || i == b.size()) return std::numeric_limits<double>::infinity();
-    std::vector<int32_t> ctx(prompt);
-    ctx.insert(ctx.end(), b.begin(), b.begin() + static_cast<std::ptrdiff_t>(i));
-    std::unique_ptr<Sequence> seq = eng.new_sequence();
-    LAYA_TRY(eng.prefill(*seq, ctx, 0));
-    const float* lg = seq->logits();
-    double big = 0;
-    for (int64_t v = 0; v < eng.n_vocab(); ++v) big = std::max(big, std::fabs(static_cast<double>(lg[v])));
-    return std::fabs(static_cast<double>(lg[a[i]]) - lg[b[i]]) / std::max(big, 1e-30);
   }
 
   ModelSlot& slot_;
