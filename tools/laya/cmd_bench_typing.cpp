@@ -8,9 +8,9 @@
 // a greedy suggestion (up to --max-tokens tokens); L = the longest common
 // prefix of the suggestion and the rest of the document, cut back to the last
 // word boundary (a position next to a non-alphanumeric character or a Han
-// ideograph, or the end of the suggestion: typing_accept.h). If L >= 2 the user presses Tab (1 keystroke:
-// Session::accept(L)), otherwise the user types the next character
-// (1 keystroke: Session::edit at the cursor).
+// ideograph, or the end of the suggestion: typing_accept.h). If L >= 2 the
+// user presses Tab (1 keystroke: Session::accept(L)), otherwise the user
+// types the next character (1 keystroke: Session::edit at the cursor).
 //   keystroke savings = 1 - keystrokes / characters
 //   acceptance rate   = accepted suggestions / suggestions shown (non-empty)
 //

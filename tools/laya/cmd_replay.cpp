@@ -59,9 +59,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <map>
-#include <memory>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <optional>

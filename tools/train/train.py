@@ -132,54 +132,13 @@ def read_gguf_q8_0(path):
     """The tensors of a GGUF written by export_gguf.py (Q8_0 matrices, F32 vectors), as float32 arrays in
     HF layout: the inverse of export_gguf's put() and permute(). Used by --init-gguf to continue training
     from a shipped file (Q8_0's rounding, ~0.4 % of a block's largest weight, is noise the next steps absorb)."""
-    import struct
-    f = open(path, "rb")
-    data = f.read()
-    pos = 0
-
-    def rd(fmt):
-        nonlocal pos
-        v = struct.unpack_from("<" + fmt, data, pos)
-        pos += struct.calcsize("<" + fmt)
-        return v
-
-    def rstr():
-        (n,) = rd("Q")
-        nonlocal pos
-        s = data[pos:pos + n].decode("utf-8")
-        pos += n
-        return s
-    scalar = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
-
-    def rval(t):
-        if t in scalar:
-            return rd(scalar[t])[0]
-        if t == 8:
-            return rstr()
-        if t == 9:
-            (et,) = rd("I")
-            (n,) = rd("Q")
-            return [rval(et) for _ in range(n)]
-        raise ValueError(f"{path}: metadata type {t}")
-    if data[:4] != b"GGUF":
-        raise ValueError(f"{path}: not a GGUF file")
-    pos = 4
-    _ver, nt, nkv = rd("I") + rd("Q") + rd("Q")
-    kv = {}
-    for _ in range(nkv):
-        k = rstr()
-        (t,) = rd("I")
-        kv[k] = rval(t)
-    infos = []
-    for _ in range(nt):
-        name = rstr()
-        (nd,) = rd("I")
-        dims = rd("Q" * nd)
-        (ty,) = rd("I")
-        (off,) = rd("Q")
-        infos.append((name, dims, ty, off))
-    align = kv.get("general.alignment", 32)
-    base = (pos + align - 1) // align * align
+    from gguf_dump import read_gguf
+    data = open(path, "rb").read()
+    try:
+        _ver, meta, infos, base = read_gguf(data)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+    kv = {k: v for k, (_t, v) in meta.items()}
     n_head = kv["llama.attention.head_count"]
     n_kv = kv["llama.attention.head_count_kv"]
     out = {}
