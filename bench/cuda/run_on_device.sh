@@ -23,7 +23,7 @@
 #        the suite, makes random-weight llama-3.2-1b BF16 / Q8_0 models there
 #        (mkmodel on its 16 cores: a 1.3-2.5 GB file cannot be carried) and
 #        times decode with `laya bench --backend cuda`. Logs go to $OUT.
-#        STEPS="tests logits bench sweep peer replay profile sanitize" selects parts (default: all, in this order).
+#        STEPS="tests logits bench sweep peer replay profile detail sanitize" selects parts (default: all, in this order).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -149,9 +149,9 @@ device() {
     for t in ${SWEEP_TYPES:-Q8_0 BF16}; do
       f="/tmp/llama-3.2-1b-$t.gguf"
       [ -f "$f" ] || timeout 120 "$laya" mkmodel --preset llama-3.2-1b --type "$t" -o "$f" -q || continue
-      for v in default LAYA_CUDA_TILE=1 LAYA_CUDA_PREFETCH=1 LAYA_CUDA_PDL=1 LAYA_CUDA_ATTN_SPLIT=1 LAYA_CUDA_ATTN_SPLIT=4 \
-               LAYA_CUDA_ATTN_SPLIT=16 LAYA_CUDA_ATTN_SPLIT=32 LAYA_CUDA_RPW=2 LAYA_CUDA_RPW=4; do
-        [ "$t" = BF16 ] && [[ "$v" == *ATTN* || "$v" == *RPW=4* ]] && continue
+      for v in ${SWEEP_VARIANTS:-default LAYA_CUDA_STREAM=0 LAYA_CUDA_STREAM_BLOCKS=1 LAYA_CUDA_STREAM_BLOCKS=2 \
+               LAYA_CUDA_STREAM_BLOCKS=4 LAYA_CUDA_PDL=1 LAYA_CUDA_PINNED=0 LAYA_CUDA_ATTN_SPLIT=1 LAYA_CUDA_ATTN_SPLIT=4 LAYA_CUDA_ATTN_SPLIT=16}; do
+        [ "$t" = BF16 ] && [[ "$v" == *ATTN* ]] && continue
         echo "$t $v: $(env ${v/default/LAYA_SWEEP=1} timeout 40 "$laya" bench -m "$f" --backend cuda -p 512 -n 128 --warmup 16 --json 2>&1 |
           grep -o '"decode_ms_p50": [0-9.]*\|"decode_ms_p99": [0-9.]*' | tr '\n' ' ')" | tee -a "$out/sweep.log"
       done
@@ -193,6 +193,19 @@ all_us = sum(tot.values())
 print(f"{sum(cnt.values())} kernels, {all_us:.0f} us of kernel time")
 for n, v in tot.most_common(14): print(f"{v / all_us * 100:5.1f} %  {v / cnt[n]:8.2f} us x {cnt[n]:4d}  {n}")
 PY
+  fi
+  if [[ " $steps " == *" detail "* ]]; then
+    echo "== ncu sections (speed of light, memory, warp states, occupancy) for the decode matvec kernels"
+    local f=/tmp/llama-3.2-1b-Q8_0.gguf v
+    [ -f "$f" ] || timeout 120 "$laya" mkmodel --preset llama-3.2-1b --type Q8_0 -o "$f" -q
+    for v in ${DETAIL_VARIANTS:-default}; do
+      env ${v/default/LAYA_SWEEP=1} LAYA_CUDA_GRAPHS=0 timeout "${DETAIL_S:-150}" ncu --clock-control none \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy \
+        --section LaunchStats --section SchedulerStats -k "regex:${DETAIL_KERNEL:-matvec}" \
+        --launch-skip "${DETAIL_SKIP:-300}" --launch-count "${DETAIL_COUNT:-66}" \
+        "$laya" bench -m "$f" --backend cuda -p 16 -n 24 --warmup 4 >"$out/detail-${v//[^A-Za-z0-9]/_}.txt" 2>&1
+      echo "rc $? detail $v"
+    done
   fi
   if [ -n "$peer_pid" ]; then
     echo "== llama.cpp CUDA ($(cat llama-commit.txt 2>/dev/null | cut -c1-12)), llama-bench, flash attention on, same files"

@@ -27,11 +27,12 @@ namespace {
 // row_dot of cuda/matmul.cu with the warp's lanes run in turn.
 template <class U>
 double row_dot_lanes(const DevMat& m, int64_t r, const float* xs) {
-  const int64_t n = U::units(m.cols);
+  const int n = static_cast<int>(U::units(m.cols));
+  const typename U::Ref ref = U::row(m, r);
   double total = 0;
   for (int lane = 0; lane < 32; ++lane) {
     float s = 0.f;
-    for (int64_t u = lane; u < n; u += 32) s += U::dot(U::load(m, r, u), m, r, u, xs);
+    for (int u = lane; u < n; u += 32) s += U::dot(U::load(ref, u), ref, u, xs);
     total += s;
   }
   return total;

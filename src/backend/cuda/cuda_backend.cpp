@@ -63,6 +63,8 @@ Result<std::unique_ptr<Backend>> CudaBackend::create(const BackendOptions& opt, 
   LAYA_CUDA_TRY(cudaMemset(be->split_counters_, 0, be->split_counters_n_ * sizeof(int)), "zeroing the split counters");
   const char* g = std::getenv("LAYA_CUDA_GRAPHS");
   be->use_graphs_ = !(g && std::strcmp(g, "0") == 0);
+  const char* pin = std::getenv("LAYA_CUDA_PINNED");
+  be->use_pinned_ = !(pin && std::strcmp(pin, "0") == 0);
   if (const char* a = std::getenv("LAYA_CUDA_ATTN_SPLIT")) {
     char* end = nullptr;
     const long v = std::strtol(a, &end, 10);
@@ -79,6 +81,7 @@ CudaBackend::~CudaBackend() {
   if (split_counters_) cudaFree(split_counters_);
   for (void* p : weight_mem_) cudaFree(p);
   if (ids_dev_) cudaFree(ids_dev_);
+  if (pinned_) cudaFreeHost(pinned_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -111,8 +114,23 @@ Status CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
 }
 
 Status CudaBackend::download(void* host_dst, const void* src, size_t bytes) {
-  LAYA_CUDA_TRY(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "download of {} bytes", bytes);
+  constexpr size_t kBounceFrom = 64 * 1024;  // smaller copies: the driver's staging is as fast
+  if (use_pinned_ && bytes >= kBounceFrom && bytes > pinned_bytes_) {
+    if (pinned_) cudaFreeHost(pinned_);
+    pinned_ = nullptr;
+    pinned_bytes_ = 0;
+    if (cudaMallocHost(&pinned_, bytes) == cudaSuccess) {
+      pinned_bytes_ = bytes;
+    } else {
+      cudaGetLastError();  // no page-locked memory to spare: copy to pageable memory as before
+      pinned_ = nullptr;
+    }
+  }
+  const bool bounce = use_pinned_ && bytes >= kBounceFrom && bytes <= pinned_bytes_;
+  LAYA_CUDA_TRY(cudaMemcpyAsync(bounce ? pinned_ : host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_),
+                "download of {} bytes", bytes);
   LAYA_CUDA_TRY(cudaStreamSynchronize(stream_), "download of {} bytes (or an op before it)", bytes);
+  if (bounce) std::memcpy(host_dst, pinned_, bytes);
   return Status::Ok();
 }
 

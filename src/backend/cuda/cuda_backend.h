@@ -98,6 +98,12 @@ class CudaBackend final : public Backend {
   int32_t* ids_dev_ = nullptr;
   int64_t ids_cap_ = 0;
   std::vector<int32_t> ids_host_;
+  // Page-locked bounce memory for large downloads (a decode step's logits):
+  // the DMA engine copies into it at the bus's speed, where a pageable
+  // destination goes through the driver's own staging in small pieces.
+  void* pinned_ = nullptr;
+  size_t pinned_bytes_ = 0;
+  bool use_pinned_ = true;  // LAYA_CUDA_PINNED=0: download straight to pageable memory
 
   // A decode step's attention split along the positions (cuda::AttnSplit):
   // its partial results and per-group counters, sized from ForwardLimits.

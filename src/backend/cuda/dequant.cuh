@@ -20,6 +20,13 @@ struct float4 { float x, y, z, w; };
 template <class T>
 T __ldg(const T* p) { return *p; }
 inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline float __uint_as_float(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+inline uint32_t __byte_perm(uint32_t x, uint32_t y, uint32_t s) {  // as emulate.h's
+  const uint64_t t = (static_cast<uint64_t>(y) << 32) | x;
+  uint32_t r = 0;
+  for (int n = 0; n < 4; ++n) r |= static_cast<uint32_t>((t >> (8 * ((s >> (4 * n)) & 7))) & 0xff) << (8 * n);
+  return r;
+}
 namespace laya::cuda {
 struct DevMat {
   DType type = DType::F32;

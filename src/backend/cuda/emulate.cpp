@@ -184,7 +184,7 @@ cudaError_t cudaGetDevice(int* d) {
 }
 cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int) {
   // An H100 / H200's: compute capability 9.x, opt-in shared memory per block.
-  *v = a == cudaDevAttrComputeCapabilityMajor ? 9 : 227 * 1024;
+  *v = a == cudaDevAttrComputeCapabilityMajor ? 9 : a == cudaDevAttrMultiProcessorCount ? 2 : 227 * 1024;
   return cudaSuccess;
 }
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, const void*) {
@@ -214,6 +214,14 @@ cudaError_t cudaMalloc(void** p, size_t n) {
   return cudaSuccess;
 }
 cudaError_t cudaFree(void* p) {
+  std::free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void** p, size_t n) {
+  *p = std::malloc(n);
+  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaFreeHost(void* p) {
   std::free(p);
   return cudaSuccess;
 }

@@ -42,7 +42,11 @@ enum cudaError_t {
 };
 enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2, cudaMemcpyDeviceToDevice = 3 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
-enum cudaDeviceAttr { cudaDevAttrComputeCapabilityMajor = 75, cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
+enum cudaDeviceAttr {
+  cudaDevAttrMultiProcessorCount = 16,
+  cudaDevAttrComputeCapabilityMajor = 75,
+  cudaDevAttrMaxSharedMemoryPerBlockOptin = 97
+};
 enum cudaStreamCaptureMode { cudaStreamCaptureModeThreadLocal = 1 };
 constexpr unsigned cudaStreamNonBlocking = 1;
 using cudaStream_t = struct EmuStream*;
@@ -53,6 +57,7 @@ using cudaGraphExec_t = struct EmuGraph*;
 #define __device__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+#define __grid_constant__
 #define __shared__ static
 #define __syncthreads() ::laya::emu::sync_block()
 #define threadIdx (::laya::emu::thread_idx())
@@ -125,6 +130,13 @@ inline int atomicAdd(int* p, int v) {  // one fiber runs at a time
 inline void __threadfence() {}
 inline float __int_as_float(int i) { return laya::emu::from_bits<float>(static_cast<uint32_t>(i)); }
 inline float __uint_as_float(unsigned u) { return laya::emu::from_bits<float>(u); }
+// Byte n of the result: byte (selector nibble n & 7) of the 8 bytes y:x.
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const uint64_t t = (static_cast<uint64_t>(y) << 32) | x;
+  unsigned r = 0;
+  for (int n = 0; n < 4; ++n) r |= static_cast<unsigned>((t >> (8 * ((s >> (4 * n)) & 7))) & 0xff) << (8 * n);
+  return r;
+}
 inline __half __ushort_as_half(uint16_t u) { return __half{u}; }
 inline float __half2float(__half h) { return laya::fp16_to_f32(h.bits); }
 inline __half __float2half_rn(float f) { return __half{laya::f32_to_fp16(f)}; }
@@ -138,12 +150,21 @@ struct cudaFuncAttributes {
   size_t sharedSizeBytes = 0;  // static shared memory: the emulation's __shared__ are host statics
 };
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, const void* f);
+// Two resident blocks of anything: a kernel sized by occupancy (the streaming
+// matrix-vector kernel) gets a small grid, so its grid-stride loops run.
+template <class F>
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* n, F, int, size_t) {
+  *n = 2;
+  return cudaSuccess;
+}
 cudaError_t cudaDeviceGetStreamPriorityRange(int* lo, int* hi);
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned flags, int prio);
 cudaError_t cudaStreamDestroy(cudaStream_t s);
 cudaError_t cudaStreamSynchronize(cudaStream_t s);
 cudaError_t cudaMalloc(void** p, size_t n);
 cudaError_t cudaFree(void* p);
+cudaError_t cudaMallocHost(void** p, size_t n);
+cudaError_t cudaFreeHost(void* p);
 cudaError_t cudaMemset(void* p, int v, size_t n);
 cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s);
 cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind k);

@@ -1,10 +1,14 @@
-// Weight products: the decode matrix-vector kernel (one warp per row, 16-byte
-// loads, four loads in flight per lane), a tiled float32 kernel for several
+// Weight products: the decode matrix-vector kernels (a streaming one, and one
+// warp per row for mixed types; 16-byte loads), a tiled float32 kernel for several
 // tokens, and get_rows. Both products read the weights in their stored form
 // and multiply in float32 (as the CPU reference does).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "backend/cuda/launch.cuh"
 #include "backend/cuda/units.cuh"
@@ -26,24 +30,25 @@ __device__ __forceinline__ float warp_sum(float s) {
 // the latency of device memory.
 // B units of this lane (u, u + 32, ...), all loaded before the first is used.
 template <int B, class U>
-__device__ __forceinline__ float units_dot(const DevMat& m, int64_t r, int64_t u, const float* xs) {
+__device__ __forceinline__ float units_dot(const typename U::Ref& ref, int u, const float* xs) {
   typename U::Raw w[B];
 #pragma unroll
-  for (int j = 0; j < B; ++j) w[j] = U::load(m, r, u + 32 * j);
+  for (int j = 0; j < B; ++j) w[j] = U::load(ref, u + 32 * j);
   float s = 0.f;
 #pragma unroll
-  for (int j = 0; j < B; ++j) s += U::dot(w[j], m, r, u + 32 * j, xs);
+  for (int j = 0; j < B; ++j) s += U::dot(w[j], ref, u + 32 * j, xs);
   return s;
 }
 
 template <class U>
 __device__ float row_dot(const DevMat& m, int64_t r, const float* xs, int lane) {
-  const int64_t n = U::units(m.cols);
+  const int n = static_cast<int>(U::units(m.cols));
+  const typename U::Ref ref = U::row(m, r);
   float s = 0.f;
-  int64_t u = lane;
-  for (; u + 224 < n; u += 256) s += units_dot<8, U>(m, r, u, xs);
-  for (; u + 96 < n; u += 128) s += units_dot<4, U>(m, r, u, xs);
-  for (; u < n; u += 32) s += units_dot<1, U>(m, r, u, xs);
+  int u = lane;
+  for (; u + 224 < n; u += 256) s += units_dot<8, U>(ref, u, xs);
+  for (; u + 96 < n; u += 128) s += units_dot<4, U>(ref, u, xs);
+  for (; u < n; u += 32) s += units_dot<1, U>(ref, u, xs);
   return warp_sum(s);
 }
 
@@ -70,13 +75,20 @@ struct DotOf {
 
 // Stages x (n_tok rows of cols) in shared memory, padded (units.cuh), zeros
 // past cols; with job.norm_w, RMS-normalised first (job.norm_out gets the
-// normalised rows from block 0: what rms_norm would have written).
+// normalised rows from block 0: what rms_norm would have written). Two block
+// barriers at most: each thread normalises the very values it staged, so the
+// sums of squares (in double, as rms_norm and the CPU reference compute them)
+// are all that crosses warps.
 __device__ void stage_x(const MatvecJob& job, const float* __restrict__ x, int64_t cols, int64_t padded, int n_tok,
                         float* xs) {
+  __shared__ double part[kMaxVecTok][kWarps];
   const int64_t stride = xpad_size(padded);
-  if ((cols & 3) == 0) {  // 16-byte loads, four in flight per thread
-    const int64_t n4 = padded / 4;
-    for (int t = 0; t < n_tok; ++t) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const bool vec = (cols & 3) == 0;
+  const int64_t n4 = padded / 4;
+  for (int t = 0; t < n_tok; ++t) {
+    double ss = 0;
+    if (vec) {  // 16-byte loads, four in flight per thread
       const float4* x4g = reinterpret_cast<const float4*>(x + t * cols);
       for (int64_t i = threadIdx.x; i < n4; i += 4 * blockDim.x) {
         float4 v[4];
@@ -88,43 +100,43 @@ __device__ void stage_x(const MatvecJob& job, const float* __restrict__ x, int64
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           const int64_t k = i + j * blockDim.x;
-          if (k < n4) *reinterpret_cast<float4*>(xs + t * stride + xpad(4 * k)) = v[j];
+          if (k >= n4) continue;
+          *reinterpret_cast<float4*>(xs + t * stride + xpad(4 * k)) = v[j];
+          ss += static_cast<double>(v[j].x) * v[j].x + static_cast<double>(v[j].y) * v[j].y +
+                static_cast<double>(v[j].z) * v[j].z + static_cast<double>(v[j].w) * v[j].w;
         }
       }
+    } else {
+      for (int64_t i = threadIdx.x; i < padded; i += blockDim.x) {
+        const float v = i < cols ? x[t * cols + i] : 0.f;
+        xs[t * stride + xpad(i)] = v;
+        ss += static_cast<double>(v) * v;
+      }
     }
-  } else {
-    for (int t = 0; t < n_tok; ++t)
-      for (int64_t i = threadIdx.x; i < padded; i += blockDim.x) xs[t * stride + xpad(i)] = i < cols ? x[t * cols + i] : 0.f;
+    if (job.norm_w) {
+      for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
+      if (lane == 0) part[t][warp] = ss;
+    }
   }
   __syncthreads();
   if (!job.norm_w) return;
-  // RMSNorm per token: the mean square in double, as rms_norm (and the CPU reference) computes it.
-  __shared__ double part[kWarps];
-  __shared__ float inv[kMaxVecTok];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (int t = 0; t < n_tok; ++t) {
-    double ss = 0;
-    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
-      const double v = xs[t * stride + xpad(i)];
-      ss += v * v;
-    }
-    for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, off);
-    if (lane == 0) part[warp] = ss;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      double tot = 0;
-      for (int w = 0; w < kWarps; ++w) tot += part[w];
-      inv[t] = static_cast<float>(1.0 / sqrt(tot / static_cast<double>(cols) + job.norm_eps));
-    }
-    __syncthreads();
-  }
-  for (int t = 0; t < n_tok; ++t)
-    for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
+    double tot = 0;
+    for (int w = 0; w < kWarps; ++w) tot += part[t][w];
+    const float inv = static_cast<float>(1.0 / sqrt(tot / static_cast<double>(cols) + job.norm_eps));
+    auto norm_one = [&](int64_t i) {
       float* p = xs + t * stride + xpad(i);
-      const float v = job.norm_w[i] * (*p * inv[t]);
+      const float v = job.norm_w[i] * (*p * inv);
       *p = v;
       if (blockIdx.x == 0 && job.norm_out) job.norm_out[t * cols + i] = v;
+    };
+    if (vec) {  // the values this thread staged above
+      for (int64_t k = threadIdx.x; k * 4 < cols; k += blockDim.x)
+        for (int e = 0; e < 4; ++e) norm_one(4 * k + e);
+    } else {
+      for (int64_t i = threadIdx.x; i < cols; i += blockDim.x) norm_one(i);
     }
+  }
   __syncthreads();
 }
 
@@ -191,84 +203,180 @@ __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const MatvecJob job
   }
 }
 
-// ---- several rows per warp at once (LAYA_CUDA_TILE=1; off: measured 18 % slower on Q8_0, 4-5 % on BF16, docs/CUDA.md) ----
-// A warp multiplies kTile rows together: each unit's x comes from shared
-// memory once for all of them, and 2 * kTile rows' loads are in flight before
-// any is used (the profile in docs/CUDA.md: the decode kernel waits on its
-// loads). F16 / BF16 / Q8_0 jobs of one type, not SwiGLU.
-constexpr int kTile = 4;
+// ---- the streaming decode kernel ----------------------------------------------------------------
+// The per-row kernel above pays, in every block of 8 rows, for staging x (and
+// its norm) behind block barriers before the first weight load: ncu put a 1B
+// model's layer at ~89 us against ~13 us of bytes, its warps waiting on too
+// few loads in flight (docs/CUDA.md). Here the grid holds no more blocks than
+// the GPU runs at once, so x is staged once per resident block; warp w of the
+// grid (W warps in all) takes rows w, w + W, w + 2W, ..., in chunks of B units
+// per lane (per matrix), and issues the next chunk's loads before it
+// multiplies the current one, so its loads stream without a gap; the first
+// chunk's loads go out before x is staged. Jobs whose matrices share a type
+// the units cover; the per-row kernel takes the rest.
 
-template <class U>
-__global__ void __launch_bounds__(kWarps * 32) matvec_tile_kernel(const MatvecJob job, const float* __restrict__ x,
-                                                                  int64_t cols, int64_t padded, int64_t total,
-                                                                  int n_tok) {
-  LAYA_DYNAMIC_SHARED(float, xs);
-  pdl_enter();
-  stage_x(job, x, cols, padded, n_tok, xs);
-  const int64_t stride = xpad_size(padded);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t first = (static_cast<int64_t>(blockIdx.x) * kWarps + warp) * kTile;
-  DevMat m[kTile];
-  int64_t rr[kTile];
-  float* y[kTile];
-  bool ok[kTile];
+// Units per lane per chunk: about 64 bytes of weights a lane (two chunks in
+// registers: this one and the next), K matrices at a time.
+template <class U, int K>
+constexpr int stream_units() {
+  const int b = sizeof(typename U::Raw) > 32 ? 2 : 4;
+  return b / K > 0 ? b / K : 1;
+}
+
+// Where row R of a job is: matrix mi (0 for SwiGLU, whose two matrices share
+// rows), row r of it, and the row's bytes in each of the K matrices read.
+template <class U, int K>
+struct RowAt {
+  int mi = 0;
+  int64_t r = 0;
+  typename U::Ref ref[K];
+};
+template <class U, int K, bool kSwiglu>
+__device__ __forceinline__ RowAt<U, K> row_at(const MatvecJob& job, int64_t R) {
+  RowAt<U, K> a;
+  a.r = R;
+  if (!kSwiglu) a.mi = job_row(job, &a.r);
 #pragma unroll
-  for (int k = 0; k < kTile; ++k) {
-    int64_t r = first + k;
-    ok[k] = r < total;
-    const int i = job_row(job, &r);
-    m[k] = job.m[i];
-    rr[k] = r;
-    y[k] = job.y[i];
-  }
-  const int64_t n = U::units(cols);
-  for (int t = 0; t < n_tok; ++t) {
-    const float* xt = xs + t * stride;
-    float acc[kTile] = {};
-    int64_t u = lane;
-    for (; u + 32 < n; u += 64) {
-      typename U::Raw w0[kTile], w1[kTile];
+  for (int k = 0; k < K; ++k) a.ref[k] = U::row(job.m[a.mi + k], a.r);
+  return a;
+}
+
+// The units of a chunk of row `at`, from unit u0 on (lanes past the row's end load nothing).
+template <class U, int B, int K>
+__device__ __forceinline__ void load_chunk(typename U::Raw (&w)[K][B], const RowAt<U, K>& at, int u0, int n) {
 #pragma unroll
-      for (int k = 0; k < kTile; ++k)
-        if (ok[k]) {
-          w0[k] = U::load(m[k], rr[k], u);
-          w1[k] = U::load(m[k], rr[k], u + 32);
-        }
-      const typename U::X x0 = U::xload(xt, u), x1 = U::xload(xt, u + 32);
+  for (int k = 0; k < K; ++k)
 #pragma unroll
-      for (int k = 0; k < kTile; ++k)
-        if (ok[k]) acc[k] += U::dotx(w0[k], m[k], rr[k], u, x0) + U::dotx(w1[k], m[k], rr[k], u + 32, x1);
+    for (int j = 0; j < B; ++j)
+      if (u0 + 32 * j < n) w[k][j] = U::load(at.ref[k], u0 + 32 * j);
+}
+
+// The end of row R: each token's sums over the warp to y (lane 0), acc zeroed.
+template <bool kSwiglu, int K, int T>
+__device__ __forceinline__ void finish_row(const MatvecJob& job, float (&acc)[K][T], int64_t R, int mi, int64_t r,
+                                           int64_t total, int n_tok, int lane) {
+#pragma unroll
+  for (int t = 0; t < T; ++t) {
+    if (t >= n_tok) break;
+    float s[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      s[k] = warp_sum(acc[k][t]);
+      acc[k][t] = 0.f;
     }
-    for (; u < n; u += 32) {
-      const typename U::X x0 = U::xload(xt, u);
-#pragma unroll
-      for (int k = 0; k < kTile; ++k)
-        if (ok[k]) acc[k] += U::dotx(U::load(m[k], rr[k], u), m[k], rr[k], u, x0);
-    }
-#pragma unroll
-    for (int k = 0; k < kTile; ++k) {
-      const float sum = warp_sum(acc[k]);  // ok[k] is the same on every lane
-      if (ok[k] && lane == 0) {
-        float* o = y[k] + t * m[k].rows + rr[k];
-        *o = job.accumulate ? *o + sum : sum;
-      }
+    if (lane != 0) continue;
+    if (kSwiglu) {
+      job.y[0][t * total + R] = s[0];
+      job.y[1][t * total + R] = s[0] / (1.0f + expf(-s[0])) * s[K - 1];
+    } else {
+      float* y = job.y[mi] + t * job.m[mi].rows + r;
+      *y = job.accumulate ? *y + s[0] : s[0];
     }
   }
 }
 
-using TileFn = void (*)(const MatvecJob, const float*, int64_t, int64_t, int64_t, int);
+template <class U, int B, bool kSwiglu, int T>
+__global__ void __launch_bounds__(kWarps * 32) matvec_stream_kernel(const __grid_constant__ MatvecJob job,
+                                                                    const float* __restrict__ x, int64_t cols,
+                                                                    int64_t padded, int64_t total, int n_tok) {
+  constexpr int K = kSwiglu ? 2 : 1;
+  using Raw = typename U::Raw;
+  LAYA_DYNAMIC_SHARED(float, xs);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int n = static_cast<int>(U::units(cols)), per_chunk = 32 * B, n_chunks = (n + per_chunk - 1) / per_chunk;
+  const int64_t W = static_cast<int64_t>(gridDim.x) * kWarps;
+  int64_t R = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
+  int c = 0;
+  RowAt<U, K> at = row_at<U, K, kSwiglu>(job, R < total ? R : 0);
+  Raw cur[K][B] = {}, nxt[K][B] = {};
+  // The weights depend on no earlier kernel: loaded while x is staged.
+  if (R < total) load_chunk<U, B, K>(cur, at, lane, n);
+  pdl_enter();
+  stage_x(job, x, cols, padded, n_tok, xs);
+  const int stride = static_cast<int>(xpad_size(padded));
+  float acc[K][T];
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int t = 0; t < T; ++t) acc[k][t] = 0.f;
+  // One step: the loads of the chunk after (R, c) into nw, then chunk (R, c),
+  // held in w, into acc; false once the warp has no rows left. The loop below
+  // alternates the two buffers rather than copying nw into w: a copy would
+  // wait for the loads it copies, leaving one chunk in flight, not two.
+  auto step = [&](Raw (&w)[K][B], Raw (&nw)[K][B]) {
+    int64_t R2 = R;
+    int c2 = c + 1;
+    RowAt<U, K> at2 = at;
+    if (c2 == n_chunks) {
+      c2 = 0;
+      R2 = R + W;
+      if (R2 < total) at2 = row_at<U, K, kSwiglu>(job, R2);
+    }
+    if (R2 < total) load_chunk<U, B, K>(nw, at2, c2 * per_chunk + lane, n);
+    const int u0 = c * per_chunk + lane;
+#pragma unroll
+    for (int t = 0; t < T; ++t) {
+      if (t >= n_tok) break;
+#pragma unroll
+      for (int k = 0; k < K; ++k)
+#pragma unroll
+        for (int j = 0; j < B; ++j)
+          if (u0 + 32 * j < n) acc[k][t] += U::dot(w[k][j], at.ref[k], u0 + 32 * j, xs + t * stride);
+    }
+    if (c2 == 0) finish_row<kSwiglu, K, T>(job, acc, R, at.mi, at.r, total, n_tok, lane);
+    R = R2;
+    c = c2;
+    at = at2;
+    return R < total;
+  };
+  while (R < total && step(cur, nxt) && step(nxt, cur)) {
+  }
+}
 
-// The tile kernel for a job, or nullptr where it does not apply.
-TileFn tile_for(const MatvecJob& job) {
-  if (job.swiglu) return nullptr;
-  for (int i = 1; i < job.n; ++i)
+using StreamFn = void (*)(const MatvecJob, const float*, int64_t, int64_t, int64_t, int);
+
+template <class U>
+StreamFn stream_of(bool swiglu, bool one_token) {
+  constexpr int B1 = stream_units<U, 1>(), B2 = stream_units<U, 2>();
+  if (swiglu) return one_token ? matvec_stream_kernel<U, B2, true, 1> : matvec_stream_kernel<U, B2, true, kMaxVecTok>;
+  return one_token ? matvec_stream_kernel<U, B1, false, 1> : matvec_stream_kernel<U, B1, false, kMaxVecTok>;
+}
+
+// The streaming kernel for a job, or nullptr where the per-row kernel takes it
+// (matrices of different types, or a type without 16-byte units).
+StreamFn stream_for(const MatvecJob& job, int64_t n_tok) {
+  const int n = job.swiglu ? 2 : job.n;
+  for (int i = 1; i < n; ++i)
     if (job.m[i].type != job.m[0].type) return nullptr;
+  const bool one = n_tok == 1;
   switch (job.m[0].type) {
-    case DType::F16: return matvec_tile_kernel<Unit16<false>>;
-    case DType::BF16: return matvec_tile_kernel<Unit16<true>>;
-    case DType::Q8_0: return matvec_tile_kernel<UnitQ8>;
+    case DType::F32: return stream_of<UnitF32>(job.swiglu, one);
+    case DType::F16: return stream_of<Unit16<false>>(job.swiglu, one);
+    case DType::BF16: return stream_of<Unit16<true>>(job.swiglu, one);
+    case DType::Q8_0: return stream_of<UnitQ8>(job.swiglu, one);
+    case DType::Q4_K: return stream_of<UnitK<false>>(job.swiglu, one);
+    case DType::Q5_K: return stream_of<UnitK<true>>(job.swiglu, one);
+    case DType::Q6_K: return stream_of<UnitQ6>(job.swiglu, one);
     default: return nullptr;
   }
+}
+
+// Every instantiation, for configure().
+template <class U>
+void each_stream_of(std::vector<StreamFn>* out) {
+  for (bool sw : {false, true})
+    for (bool one : {false, true}) out->push_back(stream_of<U>(sw, one));
+}
+std::vector<StreamFn> all_stream_kernels() {
+  std::vector<StreamFn> v;
+  each_stream_of<UnitF32>(&v);
+  each_stream_of<Unit16<false>>(&v);
+  each_stream_of<Unit16<true>>(&v);
+  each_stream_of<UnitQ8>(&v);
+  each_stream_of<UnitK<false>>(&v);
+  each_stream_of<UnitK<true>>(&v);
+  each_stream_of<UnitQ6>(&v);
+  return v;
 }
 
 using MatvecFn = void (*)(const MatvecJob, const float*, int64_t, int64_t, int64_t, int, int);
@@ -369,7 +477,11 @@ bool g_pdl = false;               // programmatic dependent launch (configure())
 // launches; LAYA_CUDA_RPW=1..4 fixes the rows per warp.
 bool g_prefetch = false;
 int g_rpw = 0;
-bool g_tile = false;  // LAYA_CUDA_TILE=1: matvec_tile_kernel where it applies
+// The streaming kernel (on unless LAYA_CUDA_STREAM=0); LAYA_CUDA_STREAM_BLOCKS=1..32
+// fixes its blocks per SM (default: as many as fit, cudaOccupancy...).
+bool g_stream = true;
+int g_stream_blocks = 0;
+int g_sms = 1;  // multiprocessors of the device
 
 }  // namespace
 
@@ -402,9 +514,9 @@ cudaError_t configure(int64_t max_cols) {
                           matvec_kernel<DotOf<UnitGeneric>>};
   for (MatvecFn f : all)
     if (cudaError_t e = allow_smem(reinterpret_cast<const void*>(f), bytes); e != cudaSuccess) return e;
-  const TileFn tiles[] = {matvec_tile_kernel<Unit16<false>>, matvec_tile_kernel<Unit16<true>>, matvec_tile_kernel<UnitQ8>};
-  for (TileFn f : tiles)
+  for (StreamFn f : all_stream_kernels())
     if (cudaError_t e = allow_smem(reinterpret_cast<const void*>(f), bytes); e != cudaSuccess) return e;
+  if (cudaError_t e = cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, dev); e != cudaSuccess) return e;
   g_smem_optin = bytes - 1024;  // what matvec_tokens() may ask for: the reduction's static bytes are far fewer
   // Off unless LAYA_CUDA_PDL=1: on the H200 it measured slower (llama-3.2-1b Q8_0 decode p50 1.70 ms
   // with it, 1.63 without): the early blocks' L2 prefetches compete with the running kernel's loads,
@@ -415,7 +527,10 @@ cudaError_t configure(int64_t max_cols) {
   };
   g_pdl = major >= 9 && knob("LAYA_CUDA_PDL");
   g_prefetch = knob("LAYA_CUDA_PREFETCH");
-  g_tile = knob("LAYA_CUDA_TILE");
+  const char* st = std::getenv("LAYA_CUDA_STREAM");
+  g_stream = !(st && std::strcmp(st, "0") == 0);
+  const char* sb = std::getenv("LAYA_CUDA_STREAM_BLOCKS");
+  g_stream_blocks = sb ? std::clamp(std::atoi(sb), 0, 32) : 0;
   const char* rpw = std::getenv("LAYA_CUDA_RPW");
   g_rpw = rpw && rpw[0] >= '1' && rpw[0] <= '4' && rpw[1] == 0 ? rpw[0] - '0' : 0;
   return cudaSuccess;
@@ -427,6 +542,34 @@ bool matvec_tokens(int64_t n_tok, int64_t cols) {
   return n_tok >= 1 && n_tok <= kMaxVecTok &&
          static_cast<size_t>(n_tok * xpad_size(padded_cols(cols))) * sizeof(float) <= std::min<size_t>(g_smem_optin, 128 * 1024);
 }
+
+namespace {
+// Blocks of kernel f (with smem bytes of x) one multiprocessor runs at once,
+// asked once per (kernel, bytes).
+int resident_blocks(StreamFn f, size_t smem) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, size_t>, int> known;
+  const std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(reinterpret_cast<const void*>(f), smem);
+  if (auto it = known.find(key); it != known.end()) return it->second;
+  int n = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, kWarps * 32, smem) != cudaSuccess) {
+    cudaGetLastError();
+    n = 1;
+  }
+  return known[key] = std::max(n, 1);
+}
+
+// Warps of the streaming kernel for `total` rows: no more than the GPU runs at
+// once, and as few as give every warp the same number of rows (the slowest
+// warp sets the kernel's time).
+int64_t stream_warps(StreamFn f, size_t smem, int64_t total) {
+  const int per_sm = g_stream_blocks > 0 ? g_stream_blocks : resident_blocks(f, smem);
+  const int64_t most = static_cast<int64_t>(g_sms) * per_sm * kWarps;
+  const int64_t rows_each = (total + most - 1) / most;
+  return (total + rows_each - 1) / rows_each;
+}
+}  // namespace
 
 cudaError_t matvec(const MatvecJob& job, const float* x, int64_t n_tok, cudaStream_t s) {
   const int64_t cols = job.m[0].cols, padded = padded_cols(cols);
@@ -443,11 +586,11 @@ cudaError_t matvec(const MatvecJob& job, const float* x, int64_t n_tok, cudaStre
   const int64_t blocks = (total + kWarps * rpw - 1) / (kWarps * rpw);
   MatvecJob j = job;
   j.prefetch = pdl_enabled() || g_prefetch;
-  if (TileFn f = g_tile ? tile_for(j) : nullptr) {
-    const int64_t tblocks = (total + kWarps * kTile - 1) / (kWarps * kTile);
-    return launch_chained(f, dim3(static_cast<unsigned>(tblocks)), dim3(kWarps * 32),
-                          static_cast<size_t>(n_tok * xpad_size(padded)) * sizeof(float), s, j, x, cols, padded, total,
-                          static_cast<int>(n_tok));
+  if (StreamFn f = g_stream ? stream_for(j, n_tok) : nullptr) {
+    const size_t smem = static_cast<size_t>(n_tok * xpad_size(padded)) * sizeof(float);
+    const int64_t warps = stream_warps(f, smem, total);
+    return launch_chained(f, dim3(static_cast<unsigned>((warps + kWarps - 1) / kWarps)), dim3(kWarps * 32), smem, s, j, x,
+                          cols, padded, total, static_cast<int>(n_tok));
   }
   return launch_chained(matvec_for(j), dim3(static_cast<unsigned>(blocks)), dim3(kWarps * 32),
                         static_cast<size_t>(n_tok * xpad_size(padded)) * sizeof(float), s, j, x, cols, padded, total, rpw,
