@@ -704,6 +704,32 @@ void cache_round(DType type, float* x, int64_t hd) {
   }
 }
 
+// Plain softmax attention in double of one query token (n_head heads at q)
+// over positions [0, n_kv) of k and v (rows of n_head_kv * head_dim), into
+// want (n_head * head_dim).
+void attention_ref(const float* q, const std::vector<float>& k, const std::vector<float>& v, int64_t n_kv,
+                   const AttentionShape& s, double* want) {
+  const int64_t hd = s.head_dim, kvd = s.n_head_kv * hd, group = s.n_head / s.n_head_kv;
+  for (int64_t h = 0; h < s.n_head; ++h) {
+    const int64_t g = h / group;
+    const float* qh = q + h * hd;
+    std::vector<double> sc(static_cast<size_t>(n_kv));
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < n_kv; ++j) {
+      double d = 0;
+      for (int64_t i = 0; i < hd; ++i) d += static_cast<double>(qh[i]) * k[static_cast<size_t>(j * kvd + g * hd + i)];
+      sc[static_cast<size_t>(j)] = d * s.scale;
+      mx = std::max(mx, sc[static_cast<size_t>(j)]);
+    }
+    for (auto& e : sc) sum += (e = std::exp(e - mx));
+    for (int64_t i = 0; i < hd; ++i) {
+      double o = 0;
+      for (int64_t j = 0; j < n_kv; ++j) o += sc[static_cast<size_t>(j)] * v[static_cast<size_t>(j * kvd + g * hd + i)];
+      want[h * hd + i] = o / sum;
+    }
+  }
+}
+
 // kv_store + attention for every cache type, GQA group, head size and block
 // size: the sequence's blocks at shuffled ids in a pool that holds more, the
 // pool filled with NaN bytes first (a kernel must read only stored positions),
@@ -762,27 +788,7 @@ TEST_P(BackendConformance, KvStoreAndAttention) {
                 cache_round(type, v.data() + p * kvd + g * hd, hd);
               }
             std::vector<double> want(got.size());
-            for (int64_t t = 0; t < ps.n_tok; ++t) {
-              const int64_t n_kv = ps.pos0 + t + 1;
-              for (int64_t h = 0; h < n_head; ++h) {
-                const int64_t g = h / group;
-                const float* qh = q.data() + t * qd + h * hd;
-                std::vector<double> sc(static_cast<size_t>(n_kv));
-                double mx = -INFINITY, sum = 0;
-                for (int64_t j = 0; j < n_kv; ++j) {
-                  double d = 0;
-                  for (int64_t i = 0; i < hd; ++i) d += static_cast<double>(qh[i]) * k[static_cast<size_t>(j * kvd + g * hd + i)];
-                  sc[static_cast<size_t>(j)] = d * s.scale;
-                  mx = std::max(mx, sc[static_cast<size_t>(j)]);
-                }
-                for (auto& e : sc) sum += (e = std::exp(e - mx));
-                for (int64_t i = 0; i < hd; ++i) {
-                  double o = 0;
-                  for (int64_t j = 0; j < n_kv; ++j) o += sc[static_cast<size_t>(j)] * v[static_cast<size_t>(j * kvd + g * hd + i)];
-                  want[static_cast<size_t>(t * qd + h * hd + i)] = o / sum;
-                }
-              }
-            }
+            for (int64_t t = 0; t < ps.n_tok; ++t) attention_ref(q.data() + t * qd, k, v, ps.pos0 + t + 1, s, want.data() + t * qd);
             m.add(fmt::format("attention {} cache", dtype_name(type)), rel_err(got, want, 0), kAttnTol, where);
 
             // kv_store wrote only this layer's slices of the sequence's blocks.
@@ -805,6 +811,68 @@ TEST_P(BackendConformance, KvStoreAndAttention) {
   }
   std::printf("[ measure  ] %s kv_store: %lld pools checked untouched outside the sequence's layer slices\n", backend.c_str(),
               static_cast<long long>(pool_checks));
+}
+
+// Decode steps as the engine issues them (step_begin, the op, step_end):
+// the first captured at a short context, the others replays of the same
+// recording (the same grid, q, out and KV pool) at the position they upload:
+// long contexts where a CUDA decode step takes several blocks per head
+// group and merges them through the group's counter, and short ones again,
+// where one block suffices; a replay after a merge finds the counter at 0.
+TEST_P(BackendConformance, DecodeStepsAcrossContextLengths) {
+  SKIP_IF_UNAVAILABLE(GetParam());
+  const std::string backend = GetParam();
+  std::mt19937 rng(29);
+  const int64_t n_pos = 1100, n_head_kv = 2, n_layer = 2, layer = 1;
+  // Positions of the query token. CUDA's defaults (16 or 32 split blocks per
+  // head group, 16 chunks of 16 positions a block) use 1, 5, 2, 1, 5, 5 of them.
+  const int64_t steps[] = {20, 1099, 300, 20, 1040, 1099};
+  Measure m(backend);
+  struct Case {
+    DType type;
+    int64_t hd, block_pos, group;
+  };
+  // Every head size once; group 9 takes two blocks (and counters) per KV head and split.
+  for (const Case& c : {Case{DType::F32, 64, 16, 4}, Case{DType::F16, 128, 64, 7}, Case{DType::Q8_0, 96, 64, 1},
+                        Case{DType::F16, 256, 16, 2}, Case{DType::F32, 32, 64, 9}}) {
+    // A backend per case: a recording is keyed by the out buffer, whose address a later case may get again.
+    std::unique_ptr<Backend> be = make(backend, ForwardLimits{1024, n_pos, 9, kMaxBatch});
+    must(be->prepare_weights({}, {}), "prepare_weights");
+    const KvLayout L{n_layer, n_head_kv, c.hd, c.type, c.block_pos};
+    const int64_t n_head = n_head_kv * c.group, kvd = n_head_kv * c.hd, qd = n_head * c.hd;
+    const int64_t n_blocks = (n_pos + c.block_pos - 1) / c.block_pos;
+    std::vector<int32_t> ids(static_cast<size_t>(n_blocks));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    Buffer pool = upload(*be, std::vector<uint8_t>(static_cast<size_t>(n_blocks) * L.block_bytes(), 0xFF), "kv pool");
+    const KvLayerView kv{&L, pool.as<uint8_t>(), ids.data(), n_blocks, layer};
+    auto k = random_floats(static_cast<size_t>(n_pos * kvd), rng, 2.f);
+    auto v = random_floats(static_cast<size_t>(n_pos * kvd), rng);
+    Buffer kd = upload(*be, k, "k"), vd = upload(*be, v, "v");
+    must(be->kv_store(kv, kd.as<float>(), vd.as<float>(), n_pos, 0), "kv_store");
+    for (int64_t p = 0; p < n_pos; ++p)
+      for (int64_t g = 0; g < n_head_kv; ++g) {
+        cache_round(c.type, k.data() + p * kvd + g * c.hd, c.hd);
+        cache_round(c.type, v.data() + p * kvd + g * c.hd, c.hd);
+      }
+    const AttentionShape s{n_head, n_head_kv, c.hd, 1.0f / std::sqrt(static_cast<float>(c.hd))};
+    Buffer qdv = alloc(*be, static_cast<size_t>(qd) * 4, "q"), od = alloc(*be, static_cast<size_t>(qd) * 4, "out");
+    for (const int64_t pos : steps) {
+      const std::string where = fmt::format("{} hd {} block_pos {} group {} pos {}", dtype_name(c.type), c.hd, c.block_pos, c.group, pos);
+      const auto q = random_floats(static_cast<size_t>(qd), rng);
+      must(be->upload(qdv.data(), q.data(), q.size() * 4), "upload q");
+      bool replayed = false;
+      must(be->step_begin(kv, 0, pos, od.as<float>(), &replayed), "step_begin " + where);
+      if (!replayed) {
+        must(be->attention(kv, qdv.as<float>(), 1, pos, s, od.as<float>()), "attention " + where);
+        must(be->step_end(true), "step_end " + where);
+      }
+      const auto got = download<float>(*be, od.data(), static_cast<size_t>(qd));
+      std::vector<double> want(got.size());
+      attention_ref(q.data(), k, v, pos + 1, s, want.data());
+      m.add(fmt::format("decode attention {} cache", dtype_name(c.type)), rel_err(got, want, 0), kAttnTol, where);
+    }
+  }
 }
 
 // The fused sequences of the Backend interface (norm_matmul_group,
