@@ -344,17 +344,20 @@ std::string weights_case_name(const ::testing::TestParamInfo<std::tuple<std::str
   return std::get<0>(info.param) + "_" + dtype_name(std::get<1>(info.param));
 }
 
-constexpr int64_t kMaxCols = 512;
+constexpr int64_t kMaxCols = 4160;
 constexpr int64_t kMaxBatch = 17;
 const int64_t kNTok[] = {1, 3, 17};  // 1: the decode path; > 1: the GEMM paths
 const int64_t kRows[] = {1, 15, 16, 17, 33, 48, 257};
 
-// Row lengths per type: multiples of the block size, odd block counts too.
+// Row lengths per type: multiples of the block size, odd block counts too;
+// the last is the group / SwiGLU matrices'. 4,160 (Q8_0) and 2,056 (F16,
+// BF16) are long enough for the CUDA decode kernel's deep chunks (64 units of
+// 16 bytes a lane), past their end by one unit and a lane.
 std::vector<int64_t> cols_for(DType t) {
   const int64_t bs = dtype_info(t).block_size;
   if (bs == 256) return {256, 512};
-  if (bs == 32) return {32, 96, 288};
-  return {37, 96};  // float types: any length
+  if (bs == 32) return {32, 4160, 96, 288};
+  return {37, 2056, 96};  // float types: any length
 }
 
 // Every matrix one weight-type test multiplies, the activations, and the
@@ -407,7 +410,8 @@ struct Variant {
     be = make(backend, ForwardLimits{kMaxCols, 16, 1, kMaxBatch});
     must(be->prepare_weights(prepared ? ws.all : std::vector<const Tensor*>{}, ws.all), "prepare_weights");
     for (auto& [k, x] : ws.xs) xd[k] = upload(*be, x, "x");
-    for (auto& b : y) b = alloc(*be, static_cast<size_t>(kMaxBatch * 257) * 4, "y");
+    // Products (up to kMaxBatch x 257 rows) and get_rows' output (up to 8 rows of kMaxCols).
+    for (auto& b : y) b = alloc(*be, static_cast<size_t>(std::max<int64_t>(kMaxBatch * 257, 8 * kMaxCols)) * 4, "y");
   }
   const char* name() const { return prepared ? "prepared" : "as weights"; }
   // The looser bound where the backend may multiply with quantized activations.

@@ -57,7 +57,7 @@ struct MatvecJob {
 
 // Raises the matrix-vector kernels' dynamic shared-memory limit to the
 // device's opt-in maximum, and decides programmatic dependent launch: on
-// with LAYA_CUDA_PDL=1 where the device has it (compute capability 9.0+).
+// unless LAYA_CUDA_PDL=0, where the device has it (compute capability 9.0+).
 // Call once per device.
 cudaError_t configure(int64_t max_cols);
 // Whether launch_chained() (dequant.cuh) lets a kernel start before the one

@@ -4,7 +4,7 @@
 // their first weight loads with the tail of the kernel before. The kernel
 // must begin with pdl_wait() (dequant.cuh) before it touches activations.
 // Captured into a decode step's CUDA graph as programmatic edges. Where
-// pdl_enabled() is false (the default; older GPUs) it is a plain launch.
+// pdl_enabled() is false (LAYA_CUDA_PDL=0; older GPUs) it is a plain launch.
 #pragma once
 
 #include "backend/cuda/dequant.cuh"

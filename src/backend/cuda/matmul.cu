@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -275,8 +276,8 @@ __device__ __forceinline__ void finish_row(const MatvecJob& job, float (&acc)[K]
   }
 }
 
-template <class U, int B, bool kSwiglu, int T>
-__global__ void __launch_bounds__(kWarps * 32) matvec_stream_kernel(const __grid_constant__ MatvecJob job,
+template <class U, int B, bool kSwiglu, int T, int kMinBlocks = 1>
+__global__ void __launch_bounds__(kWarps * 32, kMinBlocks) matvec_stream_kernel(const __grid_constant__ MatvecJob job,
                                                                     const float* __restrict__ x, int64_t cols,
                                                                     int64_t padded, int64_t total, int n_tok) {
   constexpr int K = kSwiglu ? 2 : 1;
@@ -335,9 +336,22 @@ __global__ void __launch_bounds__(kWarps * 32) matvec_stream_kernel(const __grid
 
 using StreamFn = void (*)(const MatvecJob, const float*, int64_t, int64_t, int64_t, int);
 
+// One token over rows of at least 64 * B units a lane (BF16 / F16 rows of
+// 2,048 values and more, Q8_0 rows of 4,096 and more): chunks of 2 * B
+// units, 2 blocks per SM (registers). Measured on the H200, 1B decode p50:
+// BF16 1.558 -> 1.464 ms; Q8_0, where only the FFN's down rows qualify,
+// 1.372 -> 1.385 with every row deep (noise), so only the long rows are.
+// LAYA_CUDA_STREAM_DEEP=0 turns it off.
+bool g_stream_deep = true;
+
 template <class U>
-StreamFn stream_of(bool swiglu, bool one_token) {
+StreamFn stream_of(bool swiglu, bool one_token, int64_t cols) {
   constexpr int B1 = stream_units<U, 1>(), B2 = stream_units<U, 2>();
+  if constexpr (std::is_same_v<U, UnitQ8> || std::is_same_v<U, Unit16<true>> || std::is_same_v<U, Unit16<false>>) {
+    const int64_t units = std::is_same_v<U, UnitQ8> ? cols / 16 : (cols + 7) / 8;  // U::units(), on the host
+    if (one_token && g_stream_deep && units >= 64 * B1)
+      return swiglu ? matvec_stream_kernel<U, 2 * B2, true, 1, 2> : matvec_stream_kernel<U, 2 * B1, false, 1, 2>;
+  }
   if (swiglu) return one_token ? matvec_stream_kernel<U, B2, true, 1> : matvec_stream_kernel<U, B2, true, kMaxVecTok>;
   return one_token ? matvec_stream_kernel<U, B1, false, 1> : matvec_stream_kernel<U, B1, false, kMaxVecTok>;
 }
@@ -349,14 +363,15 @@ StreamFn stream_for(const MatvecJob& job, int64_t n_tok) {
   for (int i = 1; i < n; ++i)
     if (job.m[i].type != job.m[0].type) return nullptr;
   const bool one = n_tok == 1;
+  const int64_t cols = job.m[0].cols;
   switch (job.m[0].type) {
-    case DType::F32: return stream_of<UnitF32>(job.swiglu, one);
-    case DType::F16: return stream_of<Unit16<false>>(job.swiglu, one);
-    case DType::BF16: return stream_of<Unit16<true>>(job.swiglu, one);
-    case DType::Q8_0: return stream_of<UnitQ8>(job.swiglu, one);
-    case DType::Q4_K: return stream_of<UnitK<false>>(job.swiglu, one);
-    case DType::Q5_K: return stream_of<UnitK<true>>(job.swiglu, one);
-    case DType::Q6_K: return stream_of<UnitQ6>(job.swiglu, one);
+    case DType::F32: return stream_of<UnitF32>(job.swiglu, one, cols);
+    case DType::F16: return stream_of<Unit16<false>>(job.swiglu, one, cols);
+    case DType::BF16: return stream_of<Unit16<true>>(job.swiglu, one, cols);
+    case DType::Q8_0: return stream_of<UnitQ8>(job.swiglu, one, cols);
+    case DType::Q4_K: return stream_of<UnitK<false>>(job.swiglu, one, cols);
+    case DType::Q5_K: return stream_of<UnitK<true>>(job.swiglu, one, cols);
+    case DType::Q6_K: return stream_of<UnitQ6>(job.swiglu, one, cols);
     default: return nullptr;
   }
 }
@@ -364,8 +379,12 @@ StreamFn stream_for(const MatvecJob& job, int64_t n_tok) {
 // Every instantiation, for configure().
 template <class U>
 void each_stream_of(std::vector<StreamFn>* out) {
-  for (bool sw : {false, true})
-    for (bool one : {false, true}) out->push_back(stream_of<U>(sw, one));
+  const bool keep = g_stream_deep;
+  g_stream_deep = true;
+  for (int64_t cols : {int64_t{32}, int64_t{1} << 20})  // short rows, long rows
+    for (bool sw : {false, true})
+      for (bool one : {false, true}) out->push_back(stream_of<U>(sw, one, cols));
+  g_stream_deep = keep;
 }
 std::vector<StreamFn> all_stream_kernels() {
   std::vector<StreamFn> v;
@@ -518,19 +537,22 @@ cudaError_t configure(int64_t max_cols) {
     if (cudaError_t e = allow_smem(reinterpret_cast<const void*>(f), bytes); e != cudaSuccess) return e;
   if (cudaError_t e = cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, dev); e != cudaSuccess) return e;
   g_smem_optin = bytes - 1024;  // what matvec_tokens() may ask for: the reduction's static bytes are far fewer
-  // Off unless LAYA_CUDA_PDL=1: on the H200 it measured slower (llama-3.2-1b Q8_0 decode p50 1.70 ms
-  // with it, 1.63 without): the early blocks' L2 prefetches compete with the running kernel's loads,
-  // which are latency-bound already (docs/CUDA.md, "Measured").
+  // On unless LAYA_CUDA_PDL=0: with the streaming kernel, whose first weight loads go out before
+  // pdl_wait(), llama-3.2-1b Q8_0 decode p50 1.277 -> 1.210 ms on the H200. (With the per-row kernel
+  // alone it measured slower, 1.70 against 1.63: its L2 prefetches competed with the running kernel.)
   auto knob = [](const char* name) {
     const char* v = std::getenv(name);
     return v && std::strcmp(v, "1") == 0;
   };
-  g_pdl = major >= 9 && knob("LAYA_CUDA_PDL");
+  const char* pdl = std::getenv("LAYA_CUDA_PDL");
+  g_pdl = major >= 9 && !(pdl && std::strcmp(pdl, "0") == 0);
   g_prefetch = knob("LAYA_CUDA_PREFETCH");
   const char* st = std::getenv("LAYA_CUDA_STREAM");
   g_stream = !(st && std::strcmp(st, "0") == 0);
   const char* sb = std::getenv("LAYA_CUDA_STREAM_BLOCKS");
   g_stream_blocks = sb ? std::clamp(std::atoi(sb), 0, 32) : 0;
+  const char* sd = std::getenv("LAYA_CUDA_STREAM_DEEP");
+  g_stream_deep = !(sd && std::strcmp(sd, "0") == 0);
   const char* rpw = std::getenv("LAYA_CUDA_RPW");
   g_rpw = rpw && rpw[0] >= '1' && rpw[0] <= '4' && rpw[1] == 0 ? rpw[0] - '0' : 0;
   return cudaSuccess;

@@ -3,7 +3,6 @@
 // session's KV blocks mean the same on either backend.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 
 #include "backend/cuda/launch.cuh"
 
@@ -205,9 +204,8 @@ constexpr int kMaxG = 8;  // query heads per block (a larger GQA group takes sev
 
 // One warp's online-softmax step over chunk c (16 positions) of KV head g for
 // the nh query heads in qs: m, l, acc are the warp's running max, sum and
-// output (lane l holds dims l, l + 32, ...). kQGlobal: qs is global memory,
-// read through the read-only cache (no staging, no barrier before the loads).
-template <int ND, bool kQGlobal>
+// output (lane l holds dims l, l + 32, ...).
+template <int ND>
 __device__ __forceinline__ void attend_chunk(const KvArgs& kv, const float* qs, int nh, int64_t g, int64_t c,
                                              int64_t n_kv, float scale, int lane, float* m, float* l,
                                              float (*acc)[ND]) {
@@ -227,7 +225,7 @@ __device__ __forceinline__ void attend_chunk(const KvArgs& kv, const float* qs, 
     const float kval = k_at(kv, ks, slot0 + p, dh + i);
 #pragma unroll
     for (int h = 0; h < kMaxG; ++h)
-      if (h < nh) sc[h] += (kQGlobal ? __ldg(qs + h * HD + dh + i) : qs[h * HD + dh + i]) * kval;
+      if (h < nh) sc[h] += qs[h * HD + dh + i] * kval;
   }
   float e[kMaxG];
 #pragma unroll
@@ -264,18 +262,18 @@ __device__ __forceinline__ void attend_chunk(const KvArgs& kv, const float* qs, 
   }
 }
 
-// The last block of a split head group merges the first n_splits splits'
-// partials (read past L1: other blocks wrote them) into out.
+// The last block of a split head group merges the splits' partials (read
+// past L1: other blocks wrote them) into out.
 template <int ND>
-__device__ __forceinline__ void merge_splits(const AttnSplit& split, int n_splits, int nh, int64_t first_head, float* out) {
+__device__ __forceinline__ void merge_splits(const AttnSplit& split, int nh, int64_t first_head, float* out) {
   constexpr int HD = ND * 32;
   for (int idx = threadIdx.x; idx < nh * HD; idx += blockDim.x) {
     const int h = idx / HD, i = idx % HD;
     const float* ps = split.scratch + (first_head + h) * split.n * (HD + 2);
     float M = -INFINITY;
-    for (int k = 0; k < n_splits; ++k) M = fmaxf(M, __ldcg(ps + k * (HD + 2)));
+    for (int k = 0; k < split.n; ++k) M = fmaxf(M, __ldcg(ps + k * (HD + 2)));
     float num = 0.f, den = 0.f;
-    for (int k = 0; k < n_splits; ++k) {
+    for (int k = 0; k < split.n; ++k) {
       const float mk = __ldcg(ps + k * (HD + 2));
       if (mk == -INFINITY) continue;  // a split with no positions
       const float f = __ldcg(ps + k * (HD + 2) + 1) * expf(mk - M);
@@ -284,23 +282,6 @@ __device__ __forceinline__ void merge_splits(const AttnSplit& split, int n_split
     }
     out[(first_head + h) * HD + i] = num / den;
   }
-}
-
-// A split block has written its partials: it counts itself at its head
-// group's counter, and the last of the group's n_splits blocks merges them
-// and resets the counter to 0 for the next launch (a replayed graph).
-template <int ND>
-__device__ __forceinline__ void arrive_and_merge(const AttnSplit& split, int n_splits, int* counter, int nh,
-                                                 int64_t first_head, float* out) {
-  __shared__ int last;
-  __threadfence();  // this block's partials are visible before its count
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(counter, 1) == n_splits - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  merge_splits<ND>(split, n_splits, nh, first_head, out);
-  if (threadIdx.x == 0) *counter = 0;
 }
 
 // One block per (token, KV head, up to 8 query heads of its group). Each warp
@@ -344,7 +325,7 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const KvArgs
   // This split's chunks (all of them without a split).
   const int64_t per = (n_chunks + split.n - 1) / split.n, c_end = min_i64(n_chunks, (sp + 1) * per);
   for (int64_t c = sp * per + warp; c < c_end; c += kAttnWarps) {
-    attend_chunk<ND, false>(kv, qs, nh, g, c, n_kv, scale, lane, m, l, acc);
+    attend_chunk<ND>(kv, qs, nh, g, c, n_kv, scale, lane, m, l, acc);
   }
 #pragma unroll
   for (int h = 0; h < kMaxG; ++h) {
@@ -382,136 +363,21 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const KvArgs
     }
   }
   if (split.n == 1) return;
-  arrive_and_merge<ND>(split, split.n, split.counters + (g * gridDim.z / split.n + hc), nh, first_head, out);
+  __shared__ int last;
+  __threadfence();  // this block's partials are visible before its count
+  __syncthreads();
+  int* counter = split.counters + (g * gridDim.z / split.n + hc);
+  if (threadIdx.x == 0) last = atomicAdd(counter, 1) == split.n - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  merge_splits<ND>(split, nh, first_head, out);
+  if (threadIdx.x == 0) *counter = 0;
 }
 
 template <int ND>
 constexpr size_t attention_smem() {
   return (kMaxG * ND * 32 * (1 + kAttnWarps) + kAttnWarps * kMaxG * 2) * sizeof(float);
-}
-
-// ---- decode attention (one token) ------------------------------------------------------------------
-// attention_kernel's costs at a decode step are fixed per launch, not the KV
-// reads (~1 MB a layer): the barrier behind q's staging, and a split's
-// partials, fence, counter and merge by the last block even at a few dozen
-// positions. attention_decode_kernel keeps its chunk arithmetic but reads q
-// from global memory, and decides from the position (device memory in a
-// replayed graph, whose grid is fixed) how many of the split.n blocks of a
-// head group to use: one for a short context, which writes `out` itself.
-
-// Chunks of 16 positions per block before a decode step takes another block
-// of the head group (2 per warp; LAYA_CUDA_ATTN_CHUNKS).
-constexpr int kDecodeChunksPerBlock = 2 * kAttnWarps;
-
-// The attention knobs, read once by configure_attention().
-struct AttnKnobs {
-  bool v1 = false;  // LAYA_CUDA_ATTN_V1=1: attention_kernel at decode steps too
-  int chunks_per_block = kDecodeChunksPerBlock;
-};
-AttnKnobs g_attn_knobs;
-
-// The blocks of a head group a decode step over n_chunks uses, at most
-// max_splits. Every block of the group computes the same value.
-__device__ __forceinline__ int decode_splits(int64_t n_chunks, int max_splits, int chunks_per_block) {
-  const int64_t want = (n_chunks + chunks_per_block - 1) / chunks_per_block;
-  return static_cast<int>(min_i64(want, max_splits));
-}
-
-// A warp's running max, sum and output of its heads, for the block's merge.
-template <int ND>
-__device__ __forceinline__ void stash_warp(float* part, float* ml, int warp, int lane, int nh, const float* m,
-                                           const float* l, const float (*acc)[ND]) {
-  constexpr int HD = ND * 32;
-#pragma unroll
-  for (int h = 0; h < kMaxG; ++h) {
-    if (h >= nh) continue;
-#pragma unroll
-    for (int d = 0; d < ND; ++d) part[(warp * kMaxG + h) * HD + lane + 32 * d] = acc[h][d];
-    if (lane == 0) {
-      ml[(warp * kMaxG + h) * 2] = m[h];
-      ml[(warp * kMaxG + h) * 2 + 1] = l[h];
-    }
-  }
-}
-
-// Dim i of head h merged over the block's first n_warps warps (each had at
-// least one chunk, so a finite max): the max, and the sum and output scaled to it.
-struct Merged {
-  float max, num, den;
-};
-template <int ND>
-__device__ __forceinline__ Merged merge_warps(const float* part, const float* ml, int n_warps, int h, int i) {
-  constexpr int HD = ND * 32;
-  Merged r{-INFINITY, 0.f, 0.f};
-  for (int w = 0; w < n_warps; ++w) r.max = fmaxf(r.max, ml[(w * kMaxG + h) * 2]);
-  for (int w = 0; w < n_warps; ++w) {
-    const float f = expf(ml[(w * kMaxG + h) * 2] - r.max);
-    r.num += part[(w * kMaxG + h) * HD + i] * f;
-    r.den += ml[(w * kMaxG + h) * 2 + 1] * f;
-  }
-  return r;
-}
-
-// One token: one block per (KV head, up to kMaxG query heads, split), as
-// attention_kernel. The group's first `needed` blocks take a contiguous,
-// even share of the chunks (at least one each: needed <= n_chunks), the
-// others return at once; the block's warps take every kAttnWarps-th chunk of
-// its share and merge through shared memory (only the warps that had one).
-// One block per SM is the aim (a step's grid is ~64 blocks): without the
-// minimum ptxas capped head_dim 256 at 128 registers and spilled.
-template <int ND>
-__global__ void __launch_bounds__(kAttnWarps * 32, 1)
-    attention_decode_kernel(const KvArgs kv, const float* __restrict__ q, int64_t pos0_arg, int64_t group, float scale,
-                            float* out, const int64_t* dyn, AttnSplit split, int chunks_per_block) {
-  pdl_enter();
-  constexpr int HD = ND * 32;
-  const int64_t n_kv = (dyn ? dyn[1] : pos0_arg) + 1, n_chunks = (n_kv + kKvBlock - 1) / kKvBlock;
-  const int needed = decode_splits(n_chunks, split.n, chunks_per_block);
-  const int sp = static_cast<int>(blockIdx.z) % split.n, hc = static_cast<int>(blockIdx.z) / split.n;
-  if (sp >= needed) return;  // the whole block, before it touches the counter
-  const int64_t g = blockIdx.y, h0 = static_cast<int64_t>(hc) * kMaxG;
-  const int nh = static_cast<int>(min_i64(group - h0, kMaxG));
-  const int64_t first_head = g * group + h0;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t c_begin = n_chunks * sp / needed, c_end = n_chunks * (sp + 1) / needed;
-  float m[kMaxG], l[kMaxG], acc[kMaxG][ND];
-#pragma unroll
-  for (int h = 0; h < kMaxG; ++h) {
-    m[h] = -INFINITY;
-    l[h] = 0.f;
-#pragma unroll
-    for (int d = 0; d < ND; ++d) acc[h][d] = 0.f;
-  }
-  for (int64_t c = c_begin + warp; c < c_end; c += kAttnWarps)
-    attend_chunk<ND, true>(kv, q + first_head * HD, nh, g, c, n_kv, scale, lane, m, l, acc);
-  LAYA_DYNAMIC_SHARED(float, sm);
-  float* part = sm;                            // [kAttnWarps][kMaxG][HD]
-  float* ml = part + kAttnWarps * kMaxG * HD;  // [kAttnWarps][kMaxG][2]
-  const int n_warps = static_cast<int>(min_i64(c_end - c_begin, kAttnWarps));
-  if (warp < n_warps) stash_warp<ND>(part, ml, warp, lane, nh, m, l, acc);
-  __syncthreads();
-  for (int idx = threadIdx.x; idx < nh * HD; idx += blockDim.x) {
-    const int h = idx / HD, i = idx % HD;
-    const Merged r = merge_warps<ND>(part, ml, n_warps, h, i);
-    if (needed == 1) {  // the whole context: no partials, no counter
-      out[(first_head + h) * HD + i] = r.num / r.den;
-      continue;
-    }
-    // [head][split]: max, sum, then the output normalised by this split's sum.
-    float* ps = split.scratch + ((first_head + h) * split.n + sp) * (HD + 2);
-    ps[2 + i] = r.num / r.den;
-    if (i == 0) {
-      ps[0] = r.max;
-      ps[1] = r.den;
-    }
-  }
-  if (needed == 1) return;
-  arrive_and_merge<ND>(split, needed, split.counters + (g * gridDim.z / split.n + hc), nh, first_head, out);
-}
-
-template <int ND>
-constexpr size_t decode_smem() {
-  return (kAttnWarps * kMaxG * ND * 32 + kAttnWarps * kMaxG * 2) * sizeof(float);
 }
 
 template <int ND>
@@ -522,25 +388,12 @@ cudaError_t launch_attention(const KvArgs& kv, const float* q, int64_t n_tok, in
   if (n_tok != 1 || sp.n < 1) sp.n = 1;  // several tokens: a block per token already
   const dim3 grid(static_cast<unsigned>(n_tok), static_cast<unsigned>(kv.n_head_kv),
                   static_cast<unsigned>((group + kMaxG - 1) / kMaxG * sp.n));
-  const dim3 block(kAttnWarps * 32);
-  const cudaError_t e =
-      n_tok == 1 && !g_attn_knobs.v1
-          ? launch_chained(attention_decode_kernel<ND>, grid, block, decode_smem<ND>(), s, kv, q, pos0, group, scale, out,
-                           dyn, sp, g_attn_knobs.chunks_per_block)
-          : launch_chained(attention_kernel<ND>, grid, block, attention_smem<ND>(), s, kv, q, pos0, n_head, group, scale,
-                           out, dyn, sp);
-  if (e != cudaSuccess) return e;
-  return cudaGetLastError();
-}
-
-// Raises both attention kernels' shared-memory limits for head_dim ND * 32.
-template <int ND>
-cudaError_t configure_head_dim() {
-  if (const cudaError_t e = cudaFuncSetAttribute(attention_kernel<ND>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 attention_smem<ND>());
+  const size_t smem = attention_smem<ND>();
+  if (cudaError_t e = launch_chained(attention_kernel<ND>, grid, dim3(kAttnWarps * 32), smem, s, kv, q, pos0, n_head, group,
+                                     scale, out, dyn, sp);
       e != cudaSuccess)
     return e;
-  return cudaFuncSetAttribute(attention_decode_kernel<ND>, cudaFuncAttributeMaxDynamicSharedMemorySize, decode_smem<ND>());
+  return cudaGetLastError();
 }
 
 }  // namespace
@@ -602,16 +455,12 @@ cudaError_t rope_kv_store(const KvArgs& kv, float* q, float* k, const float* v, 
 }
 
 cudaError_t configure_attention() {
-  const char* v1 = std::getenv("LAYA_CUDA_ATTN_V1");
-  g_attn_knobs.v1 = v1 && v1[0] == '1' && v1[1] == 0;
-  g_attn_knobs.chunks_per_block = kDecodeChunksPerBlock;
-  if (const char* c = std::getenv("LAYA_CUDA_ATTN_CHUNKS")) {
-    char* end = nullptr;
-    const long n = std::strtol(c, &end, 10);
-    if (end != c && *end == 0 && n >= 1 && n <= 4096) g_attn_knobs.chunks_per_block = static_cast<int>(n);
-  }
-  const cudaError_t e[] = {configure_head_dim<1>(), configure_head_dim<2>(), configure_head_dim<3>(),
-                           configure_head_dim<4>(), configure_head_dim<8>()};
+  const cudaError_t e[] = {
+      cudaFuncSetAttribute(attention_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, attention_smem<1>()),
+      cudaFuncSetAttribute(attention_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, attention_smem<2>()),
+      cudaFuncSetAttribute(attention_kernel<3>, cudaFuncAttributeMaxDynamicSharedMemorySize, attention_smem<3>()),
+      cudaFuncSetAttribute(attention_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, attention_smem<4>()),
+      cudaFuncSetAttribute(attention_kernel<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, attention_smem<8>())};
   for (cudaError_t x : e)
     if (x != cudaSuccess) return x;
   return cudaSuccess;
