@@ -23,7 +23,7 @@
 #        the suite, makes random-weight llama-3.2-1b BF16 / Q8_0 models there
 #        (mkmodel on its 16 cores: a 1.3-2.5 GB file cannot be carried) and
 #        times decode with `laya bench --backend cuda`. Logs go to $OUT.
-#        STEPS="tests logits bench sweep peer replay profile detail sanitize" selects parts (default: all, in this order).
+#        STEPS="tests logits bench sweep peer replay profile detail sanitize" selects parts (run in the order tests logits bench sweep replay profile detail sanitize peer: the peer waits for its build).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -207,6 +207,13 @@ PY
       echo "rc $? detail $v"
     done
   fi
+  if [[ " $steps " == *" sanitize "* ]]; then
+    echo "== compute-sanitizer memcheck (ops, KV, memory; the Q4_K and BF16 weight cases)"
+    timeout "${SANITIZE_S:-200}" compute-sanitizer --tool memcheck --error-exitcode 9 "$tests" \
+      --gtest_filter='*BackendConformance.*/cuda:*BackendConformanceWeights.*/cuda_Q4_K:*BackendConformanceWeights.*/cuda_BF16:*BackendConformanceWeights.*/cuda_Q8_0:-*MemoryAndErrors*' \
+      >"$out/memcheck.log" 2>&1
+    echo "rc $?"; grep -E 'ERROR SUMMARY|PASSED|FAILED|Error' "$out/memcheck.log" | head -20
+  fi
   if [ -n "$peer_pid" ]; then
     echo "== llama.cpp CUDA ($(cat llama-commit.txt 2>/dev/null | cut -c1-12)), llama-bench, flash attention on, same files"
     # Waits for the build at most until PEER_DEADLINE_S seconds into the call, so the call ends in its limit.
@@ -224,13 +231,6 @@ PY
         echo "rc $? $m $t: $(tail -n 1 "$out/peer.log" | grep -o '"avg_ts": [0-9.]*')"
       done
     done
-  fi
-  if [[ " $steps " == *" sanitize "* ]]; then
-    echo "== compute-sanitizer memcheck (ops, KV, memory; the Q4_K and BF16 weight cases)"
-    timeout "${SANITIZE_S:-200}" compute-sanitizer --tool memcheck --error-exitcode 9 "$tests" \
-      --gtest_filter='*BackendConformance.*/cuda:*BackendConformanceWeights.*/cuda_Q4_K:*BackendConformanceWeights.*/cuda_BF16:-*MemoryAndErrors*' \
-      >"$out/memcheck.log" 2>&1
-    echo "rc $?"; grep -E 'ERROR SUMMARY|PASSED|FAILED|Error' "$out/memcheck.log" | head -20
   fi
 }
 
