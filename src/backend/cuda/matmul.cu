@@ -276,10 +276,9 @@ __device__ __forceinline__ void finish_row(const MatvecJob& job, float (&acc)[K]
   }
 }
 
-template <class U, int B, bool kSwiglu, int T, int kMinBlocks = 1>
-__global__ void __launch_bounds__(kWarps * 32, kMinBlocks) matvec_stream_kernel(const __grid_constant__ MatvecJob job,
-                                                                    const float* __restrict__ x, int64_t cols,
-                                                                    int64_t padded, int64_t total, int n_tok) {
+template <class U, int B, bool kSwiglu, int T>
+__device__ __forceinline__ void matvec_stream(const MatvecJob& job, const float* __restrict__ x, int64_t cols,
+                                              int64_t padded, int64_t total, int n_tok) {
   constexpr int K = kSwiglu ? 2 : 1;
   using Raw = typename U::Raw;
   LAYA_DYNAMIC_SHARED(float, xs);
@@ -334,6 +333,23 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks) matvec_stream_kernel(
   }
 }
 
+// The kernels: as many blocks per SM as the registers allow (no minimum: with
+// an explicit minimum of 1, ptxas took more registers for Q8_0 and the GPU ran
+// 2 blocks per SM instead of 3: the output layer 90 -> 105 us), and the deep
+// chunks' kernel at 2 blocks per SM.
+template <class U, int B, bool kSwiglu, int T>
+__global__ void __launch_bounds__(kWarps * 32) matvec_stream_kernel(const __grid_constant__ MatvecJob job,
+                                                                    const float* __restrict__ x, int64_t cols,
+                                                                    int64_t padded, int64_t total, int n_tok) {
+  matvec_stream<U, B, kSwiglu, T>(job, x, cols, padded, total, n_tok);
+}
+template <class U, int B, bool kSwiglu>
+__global__ void __launch_bounds__(kWarps * 32, 2) matvec_stream_deep_kernel(const __grid_constant__ MatvecJob job,
+                                                                            const float* __restrict__ x, int64_t cols,
+                                                                            int64_t padded, int64_t total, int n_tok) {
+  matvec_stream<U, B, kSwiglu, 1>(job, x, cols, padded, total, n_tok);
+}
+
 using StreamFn = void (*)(const MatvecJob, const float*, int64_t, int64_t, int64_t, int);
 
 // One token over rows of at least 64 * B units a lane (BF16 / F16 rows of
@@ -350,7 +366,7 @@ StreamFn stream_of(bool swiglu, bool one_token, int64_t cols) {
   if constexpr (std::is_same_v<U, UnitQ8> || std::is_same_v<U, Unit16<true>> || std::is_same_v<U, Unit16<false>>) {
     const int64_t units = std::is_same_v<U, UnitQ8> ? cols / 16 : (cols + 7) / 8;  // U::units(), on the host
     if (one_token && g_stream_deep && units >= 64 * B1)
-      return swiglu ? matvec_stream_kernel<U, 2 * B2, true, 1, 2> : matvec_stream_kernel<U, 2 * B1, false, 1, 2>;
+      return swiglu ? matvec_stream_deep_kernel<U, 2 * B2, true> : matvec_stream_deep_kernel<U, 2 * B1, false>;
   }
   if (swiglu) return one_token ? matvec_stream_kernel<U, B2, true, 1> : matvec_stream_kernel<U, B2, true, kMaxVecTok>;
   return one_token ? matvec_stream_kernel<U, B1, false, 1> : matvec_stream_kernel<U, B1, false, kMaxVecTok>;
