@@ -121,9 +121,10 @@ Status CudaBackend::download(void* host_dst, const void* src, size_t bytes) {
     pinned_bytes_ = 0;
     if (cudaMallocHost(&pinned_, bytes) == cudaSuccess) {
       pinned_bytes_ = bytes;
-    } else {
-      cudaGetLastError();  // no page-locked memory to spare: copy to pageable memory as before
+    } else {  // no page-locked memory to spare: pageable copies from now on, not a failed allocation a step
+      cudaGetLastError();
       pinned_ = nullptr;
+      use_pinned_ = false;
     }
   }
   const bool bounce = use_pinned_ && bytes >= kBounceFrom && bytes <= pinned_bytes_;

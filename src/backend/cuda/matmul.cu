@@ -361,33 +361,41 @@ using StreamFn = void (*)(const MatvecJob, const float*, int64_t, int64_t, int64
 bool g_stream_deep = true;
 
 template <class U>
-StreamFn stream_of(bool swiglu, bool one_token, int64_t cols) {
+StreamFn stream_of(bool swiglu, bool one_token, bool deep) {
   constexpr int B1 = stream_units<U, 1>(), B2 = stream_units<U, 2>();
   if constexpr (std::is_same_v<U, UnitQ8> || std::is_same_v<U, Unit16<true>> || std::is_same_v<U, Unit16<false>>) {
-    const int64_t units = std::is_same_v<U, UnitQ8> ? cols / 16 : (cols + 7) / 8;  // U::units(), on the host
-    if (one_token && g_stream_deep && units >= 64 * B1)
+    if (one_token && deep)
       return swiglu ? matvec_stream_deep_kernel<U, 2 * B2, true> : matvec_stream_deep_kernel<U, 2 * B1, false>;
   }
   if (swiglu) return one_token ? matvec_stream_kernel<U, B2, true, 1> : matvec_stream_kernel<U, B2, true, kMaxVecTok>;
   return one_token ? matvec_stream_kernel<U, B1, false, 1> : matvec_stream_kernel<U, B1, false, kMaxVecTok>;
 }
 
+// True where every matrix of the job (both of a SwiGLU) has the first's type.
+bool one_type(const MatvecJob& job) {
+  const int n = job.swiglu ? 2 : job.n;
+  for (int i = 1; i < n; ++i)
+    if (job.m[i].type != job.m[0].type) return false;
+  return true;
+}
+
 // The streaming kernel for a job, or nullptr where the per-row kernel takes it
 // (matrices of different types, or a type without 16-byte units).
 StreamFn stream_for(const MatvecJob& job, int64_t n_tok) {
-  const int n = job.swiglu ? 2 : job.n;
-  for (int i = 1; i < n; ++i)
-    if (job.m[i].type != job.m[0].type) return nullptr;
+  if (!one_type(job)) return nullptr;
   const bool one = n_tok == 1;
-  const int64_t cols = job.m[0].cols;
+  // Q8_0 / F16 / BF16 rows are whole 16-byte units (the device stride); the
+  // deep chunks want 64 * B of them a lane.
+  const bool deep = g_stream_deep && static_cast<int64_t>(job.m[0].stride / 16) >= 64 * stream_units<UnitQ8, 1>();
+  static_assert(stream_units<UnitQ8, 1>() == stream_units<Unit16<true>, 1>());
   switch (job.m[0].type) {
-    case DType::F32: return stream_of<UnitF32>(job.swiglu, one, cols);
-    case DType::F16: return stream_of<Unit16<false>>(job.swiglu, one, cols);
-    case DType::BF16: return stream_of<Unit16<true>>(job.swiglu, one, cols);
-    case DType::Q8_0: return stream_of<UnitQ8>(job.swiglu, one, cols);
-    case DType::Q4_K: return stream_of<UnitK<false>>(job.swiglu, one, cols);
-    case DType::Q5_K: return stream_of<UnitK<true>>(job.swiglu, one, cols);
-    case DType::Q6_K: return stream_of<UnitQ6>(job.swiglu, one, cols);
+    case DType::F32: return stream_of<UnitF32>(job.swiglu, one, deep);
+    case DType::F16: return stream_of<Unit16<false>>(job.swiglu, one, deep);
+    case DType::BF16: return stream_of<Unit16<true>>(job.swiglu, one, deep);
+    case DType::Q8_0: return stream_of<UnitQ8>(job.swiglu, one, deep);
+    case DType::Q4_K: return stream_of<UnitK<false>>(job.swiglu, one, deep);
+    case DType::Q5_K: return stream_of<UnitK<true>>(job.swiglu, one, deep);
+    case DType::Q6_K: return stream_of<UnitQ6>(job.swiglu, one, deep);
     default: return nullptr;
   }
 }
@@ -395,12 +403,9 @@ StreamFn stream_for(const MatvecJob& job, int64_t n_tok) {
 // Every instantiation, for configure().
 template <class U>
 void each_stream_of(std::vector<StreamFn>* out) {
-  const bool keep = g_stream_deep;
-  g_stream_deep = true;
-  for (int64_t cols : {int64_t{32}, int64_t{1} << 20})  // short rows, long rows
+  for (bool deep : {false, true})
     for (bool sw : {false, true})
-      for (bool one : {false, true}) out->push_back(stream_of<U>(sw, one, cols));
-  g_stream_deep = keep;
+      for (bool one : {false, true}) out->push_back(stream_of<U>(sw, one, deep));
 }
 std::vector<StreamFn> all_stream_kernels() {
   std::vector<StreamFn> v;
@@ -418,9 +423,7 @@ using MatvecFn = void (*)(const MatvecJob, const float*, int64_t, int64_t, int64
 
 // The kernel for a job: one type's when every matrix has it, else the general one.
 MatvecFn matvec_for(const MatvecJob& job) {
-  const int n = job.swiglu ? 2 : job.n;
-  for (int i = 1; i < n; ++i)
-    if (job.m[i].type != job.m[0].type) return matvec_kernel<DotAny>;
+  if (!one_type(job)) return matvec_kernel<DotAny>;
   switch (job.m[0].type) {
     case DType::F32: return matvec_kernel<DotOf<UnitF32>>;
     case DType::F16: return matvec_kernel<DotOf<Unit16<false>>>;
