@@ -121,6 +121,10 @@ struct BackendOptions {
   // Start in the background mode of Backend::set_background (a model being
   // prepared for a hot swap while another engine serves).
   bool background = false;
+  // How long CPU workers keep spinning after a job before they sleep (ms; 0:
+  // ~50 us). A sleeping core of a VM takes 1-3 ms to wake: a window longer
+  // than the gap between keys keeps a typist's cores awake (ThreadPool).
+  int awake_ms = 0;
   // Told while prepare_weights() runs, on the thread that called it: bytes of
   // weights prepared so far and in all, ending with done == total. Loading a
   // large model spends its time there (every byte is read, packed, locked);
@@ -161,6 +165,10 @@ class Backend {
   // and its prompts computed for a hot swap). Off: the backend's full width.
   // Switched only between ops. A no-op where ops do not use host threads.
   virtual void set_background(bool /*on*/) {}
+  // A keystroke arrived: wake the backend's sleeping threads now, so that
+  // their wake-up overlaps the edit's work. Never blocks. A no-op where ops
+  // do not use host threads.
+  virtual void wake() {}
 
   // ---- ops (pointers are backend memory unless said otherwise) ------------------------------
   // y (n_tok, rows) = x (n_tok, cols) · wᵀ, w: (rows, cols) of any supported type.

@@ -1,6 +1,7 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/foreground.h"
 
@@ -19,6 +20,14 @@ namespace {
 // ~50-100 µs of spinning before sleeping: long enough to bridge the gap
 // between the ops of one forward pass, short enough that idle means idle.
 constexpr int kSpinIterations = 20000;
+// In the awake window the clock is read, and the core offered to another
+// runnable thread (the editor's, on a 2-core machine), every this many pauses.
+constexpr int kCheckEvery = 256;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 }  // namespace
 
 int ThreadPool::max_threads() {
@@ -36,7 +45,10 @@ Status ThreadPool::check_count(int n_threads) {
                             n_threads, bound, std::thread::hardware_concurrency()));
 }
 
-ThreadPool::ThreadPool(int n_threads, bool solo) : n_threads_(n_threads < 1 ? 1 : n_threads), solo_(solo) {
+ThreadPool::ThreadPool(int n_threads, bool solo, std::chrono::microseconds awake)
+    : n_threads_(n_threads < 1 ? 1 : n_threads),
+      awake_ns_(std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(awake).count())),
+      solo_(solo) {
   if (!solo) start_workers();
 }
 
@@ -47,7 +59,7 @@ void ThreadPool::start_workers() {
     // is published (generation bumped) only after this returns.
     const uint32_t now = generation_.load(std::memory_order_acquire);
     for (int i = static_cast<int>(workers_.size()) + 1; i < n_threads_; ++i)
-      workers_.emplace_back([this, i, now] { worker_main(i, now); });
+      workers_.emplace_back([this, now] { worker_main(now); });
   } catch (...) {
     // A joinable std::thread destroyed by the unwinding would terminate the
     // process: stop and join the workers started so far, then report.
@@ -90,15 +102,16 @@ void ThreadPool::run(Fn fn, void* ctx) {
   }
   fn_ = fn;
   ctx_ = ctx;
-  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+  done_chunks_.store(0, std::memory_order_relaxed);
+  next_chunk_.store(0, std::memory_order_release);  // publishes fn_, ctx_ and done_chunks_ to whoever claims
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
-  fn(ctx, 0, n_threads_);
-  // Wait for the workers. They usually finish about when we do, so spin; if a
-  // worker was descheduled (more runnable threads than cores), yield the core
-  // to it instead of burning our time slice.
+  run_chunks();
+  // Wait for chunks claimed by workers. They usually finish about when we
+  // do, so spin; if a worker was descheduled (more runnable threads than
+  // cores), yield the core to it instead of burning our time slice.
   int spins = 0;
-  while (pending_.load(std::memory_order_acquire) != 0) {
+  while (done_chunks_.load(std::memory_order_acquire) != n_threads_) {
     if (++spins < 4000) {
       LAYA_PAUSE();
     } else {
@@ -107,23 +120,46 @@ void ThreadPool::run(Fn fn, void* ctx) {
   }
 }
 
-void ThreadPool::worker_main(int index, uint32_t seen) {
+void ThreadPool::run_chunks() {
+  const auto n = static_cast<uint32_t>(n_threads_);
+  for (uint32_t c; (c = next_chunk_.fetch_add(1, std::memory_order_acq_rel)) < n;) {
+    // Chunk c < n of the current job is claimed and not done, so the caller
+    // is still waiting on this job: fn_ and ctx_ are this job's.
+    fn_(ctx_, static_cast<int>(c), n_threads_);
+    done_chunks_.fetch_add(1, std::memory_order_release);
+  }
+}
+
+void ThreadPool::wake() {
+  if (n_threads_ == 1 || solo()) return;
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.notify_all();
+}
+
+void ThreadPool::worker_main(uint32_t seen) {
   // `seen` is the generation when this worker was made; a job published
   // before the thread got scheduled must still be run, so do not re-read it.
+  int64_t awake_until = now_ns() + awake_ns_;
   for (;;) {
     uint32_t g;
     int spins = 0;
+    bool awake = awake_ns_ > 0;
     while ((g = generation_.load(std::memory_order_acquire)) == seen) {
-      if (++spins < kSpinIterations) {
-        LAYA_PAUSE();
-      } else {
-        generation_.wait(seen, std::memory_order_acquire);
+      ++spins;
+      if (spins >= kSpinIterations && spins % kCheckEvery == 0) {
+        awake = awake && now_ns() < awake_until;
+        if (!awake) {
+          generation_.wait(seen, std::memory_order_acquire);
+          continue;
+        }
+        std::this_thread::yield();  // a woken editor thread gets this core at once
       }
+      LAYA_PAUSE();
     }
     seen = g;
     if (stop_.load(std::memory_order_acquire)) return;
-    fn_(ctx_, index, n_threads_);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    run_chunks();  // nothing when this was a wake() or the caller took every chunk
+    awake_until = now_ns() + awake_ns_;
   }
 }
 

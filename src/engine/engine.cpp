@@ -89,6 +89,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
   bo.n_threads = o.n_threads;
   bo.lock_memory = o.lock_memory;
   bo.background = o.background;
+  bo.awake_ms = o.awake_ms;
   bo.on_prepare_progress = o.on_prepare_progress;
   LAYA_ASSIGN_OR_RETURN(std::unique_ptr<Backend> be, make_backend(o.backend, bo, lim));
   e->backend_ = std::move(be);

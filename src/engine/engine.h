@@ -63,6 +63,9 @@ struct EngineOptions {
   // packed and every forward pass runs on the calling thread alone until
   // set_background(false). ModelSlot prepares a swap's model so.
   bool background = false;
+  // BackendOptions::awake_ms: how long the CPU workers stay awake (spinning)
+  // after a forward pass. 0: ~50 us, then they sleep.
+  int awake_ms = 0;
   // Progress of create()'s longest step, preparing the weights
   // (BackendOptions::on_prepare_progress): called on the calling thread with
   // bytes done and in all, ending with done == total. Empty: none.
@@ -106,6 +109,8 @@ class Engine {
   // Backend::set_background: forward passes on the calling thread alone
   // (on) or the backend's full width (off). Between forward passes only.
   void set_background(bool on) const { backend_->set_background(on); }
+  // Backend::wake: a keystroke arrived, the first forward pass is near.
+  void wake() const { backend_->wake(); }
   const KvBlockPool& kv_pool() const { return *pool_; }
   // Empty when everything asked for is locked (or locking is off); else the
   // first refusal: what, how much, the limit, and how to raise it.

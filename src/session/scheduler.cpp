@@ -5,8 +5,21 @@
 #ifdef __linux__
 #include <pthread.h>
 #endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace laya {
+
+namespace {
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+}  // namespace
 
 const char* to_string(SuggestOutcome o) {
   switch (o) {
@@ -45,6 +58,7 @@ SuggestScheduler::~SuggestScheduler() {
     take_pending_locked(dropped);
     cancel_running_locked();
   }
+  poked_.store(true, std::memory_order_release);
   work_cv_.notify_all();
   idle_cv_.notify_all();
   drop(dropped);
@@ -97,6 +111,7 @@ uint64_t SuggestScheduler::submit(Session& s, const SuggestOptions& opt, Suggest
     pending_.cb.on_done.swap(cb.on_done);
     if (opt_.preempt_other_sessions || running_.session == &s) cancel_running_locked();
   }
+  poked_.store(true, std::memory_order_release);
   work_cv_.notify_one();
   drop(dropped);
   return ticket;
@@ -159,6 +174,12 @@ void SuggestScheduler::wait_idle() {
 void SuggestScheduler::worker_loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
+    if (!stop_ && pending_.ticket == 0) {
+      poked_.store(false, std::memory_order_relaxed);  // pending_ is empty: a submit from now on sets it
+      lock.unlock();
+      spin_until_poked(awake_until_);
+      lock.lock();
+    }
     work_cv_.wait(lock, [&] { return stop_ || pending_.ticket != 0; });
     if (stop_) return;  // the destructor drops what is pending
     // pending_ -> running_ in one locked step, so wait_idle never sees both
@@ -178,6 +199,16 @@ void SuggestScheduler::worker_loop() {
   }
 }
 
+void SuggestScheduler::spin_until_poked(std::chrono::steady_clock::time_point until) {
+  for (int spins = 1; !poked_.load(std::memory_order_acquire); ++spins) {
+    if (spins % 256 == 0) {
+      if (std::chrono::steady_clock::now() >= until) return;
+      std::this_thread::yield();  // the editor's thread, woken on this core, runs at once
+    }
+    cpu_relax();
+  }
+}
+
 void SuggestScheduler::run_one() {
   SuggestDone d;
   d.ticket = running_.ticket;
@@ -189,6 +220,8 @@ void SuggestScheduler::run_one() {
     return;
   }
   Result<Suggestion> res = running_.session->suggest(running_.opt, piece_fn_);
+  awake_until_ = std::chrono::steady_clock::now() +
+                 std::chrono::milliseconds(running_.session->engine().options().awake_ms);
   if (!res.ok()) {
     d.outcome = SuggestOutcome::kError;
     d.status = res.status();

@@ -33,6 +33,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -116,6 +117,8 @@ class SuggestScheduler {
 
   void worker_loop();
   void run_one();  // runs running_ (the lock not held)
+  // Spins (the lock not held) until poked_ or `until`.
+  void spin_until_poked(std::chrono::steady_clock::time_point until);
   // Empties pending_ into `out` (callbacks moved, no allocation) under mu_.
   void take_pending_locked(Request& out);
   void cancel_running_locked();
@@ -128,6 +131,13 @@ class SuggestScheduler {
   Request pending_;                  // the newest request not yet started
   Request running_;                  // written under mu_ by the worker only; read by it unlocked
   std::atomic<bool> running_cancelled_{false};
+  // Set with every work_cv_ notification (a submit, the destructor): what the
+  // worker watches while it spins in its awake window.
+  std::atomic<bool> poked_{false};
+  // The worker spins instead of sleeping until then after a suggestion (the
+  // engine's EngineOptions::awake_ms): the next keystroke of a typist then
+  // finds it awake (a sleeping core of a VM takes 1-3 ms to wake).
+  std::chrono::steady_clock::time_point awake_until_{};
   uint64_t next_ticket_ = 1;
   bool stop_ = false;
   // Made once: forwards running_'s pieces (a member, so suggest() gets the

@@ -693,6 +693,9 @@ Status Session::suggest_into(const SuggestOptions& opt, Suggestion* out,
     rebind_locked(slot_->current());
     rebind_ms = ms_since(tr);
   }
+  // The backend's threads wake while the prompt is built (~1-3 ms for a
+  // sleeping core of a VM; nothing when they are awake).
+  eng_->wake();
   LAYA_TRY(check_options(opt));
   last_max_tokens_.store(opt.max_tokens, std::memory_order_relaxed);
   last_used_ns_.store(start.time_since_epoch().count(), std::memory_order_relaxed);

@@ -94,6 +94,12 @@ void EngineFlags::add_to(CLI::App& app, bool with_kv) {
   app.add_option("-t,--threads", threads,
                  fmt::format("threads (default: all cores; at most {}, 4 x the cores, <= 256)", ThreadPool::max_threads()))
       ->transform(int_in(0, ThreadPool::max_threads()));
+  app.add_option("--awake-ms", awake_ms,
+                 fmt::format("ms the worker threads keep spinning after a forward pass before they sleep: a sleeping "
+                             "core of a VM takes 1-3 ms to wake, so a window longer than the pause between keys keeps "
+                             "a typist's cores awake, at the cost of that CPU time (default {})",
+                             kDefaultAwakeMs))
+      ->transform(int_in(0, 60000));
   if (with_kv) app.add_option("--kv", kv, "KV cache type: f32, f16 or q8_0")->check(CLI::IsMember({"f32", "f16", "q8_0"}));
   app.add_flag("--no-mlock", no_mlock, "do not lock the weights and caches in RAM");
   std::string names;
@@ -106,6 +112,7 @@ void EngineFlags::add_to(CLI::App& app, bool with_kv) {
 
 void EngineFlags::apply(EngineOptions* eo) const {
   eo->n_threads = threads;
+  eo->awake_ms = awake_ms;
   eo->lock_memory = !no_mlock;
   eo->backend = backend;
   if (kv_budget_mb > 0) eo->kv_budget_bytes = static_cast<size_t>(kv_budget_mb * 1e6);

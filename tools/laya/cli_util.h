@@ -31,6 +31,10 @@ std::string default_model_path();
 
 // The flags of every command that runs a model: -m, -t, --backend, --kv,
 // --kv-budget, --no-mlock, -q.
+// How long the CPU workers stay awake after a forward pass, unless
+// --awake-ms says otherwise (EngineOptions::awake_ms).
+constexpr int kDefaultAwakeMs = 300;
+
 struct EngineFlags {
   std::string model_path = default_model_path();
   int threads = 0;  // 0: all cores; checked by Engine::create (ThreadPool::check_count)
@@ -40,6 +44,7 @@ struct EngineFlags {
   bool no_mlock = false;
   bool kv_offered = false;
   bool quiet = false;  // -q: no progress bar (progress.h)
+  int awake_ms = kDefaultAwakeMs;  // EngineOptions::awake_ms
   void add_to(CLI::App& app, bool with_kv);
   // threads, backend, lock_memory, KV budget, kv_type when --kv is offered,
   // and the progress bar of a model over kLoadProgressMinBytes (unless -q).

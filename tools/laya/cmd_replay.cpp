@@ -1,5 +1,5 @@
 // laya replay [-m MODEL] TRACE.jsonl... [--fast] [--verify] [--json out.json] [--max-tokens 8] [-t N]
-//             [--no-heal] [--fim psm|spm|off] [--fim-suffix-tokens 32]
+//             [--pace-cap-ms N] [--no-heal] [--fim psm|spm|off] [--fim-suffix-tokens 32]
 // Plays typing traces (../shared/fixtures/traces/README.md) on one long-lived
 // Session per trace, as an editor would: after every event (insert, delete,
 // move, accept) it asks for a suggestion and records its latency and work.
@@ -426,6 +426,11 @@ int cmd_replay(int argc, char** argv) {
                  "play events one after another with this many ms between a suggestion and the next event "
                  "(a typist's pause: the threads fall asleep; bench/serve_load.py --once --gap-ms plays the same)")
       ->transform(real_in(0, 60000));
+  double pace_cap_ms = 0;
+  app.add_option("--pace-cap-ms", pace_cap_ms,
+                 "at the recorded pace, but every pause longer than this many ms is cut to it (the cores still go "
+                 "idle between keys; the whole public set plays in minutes instead of half an hour)")
+      ->transform(real_in(1, 60000));
   app.add_flag("--verify", verify, "compare every suggestion with a fresh session's (from scratch)");
   double verify_tie = -1;
   app.add_option("--verify-tie", verify_tie,
@@ -494,6 +499,7 @@ int cmd_replay(int argc, char** argv) {
     // The rebuilt text against final_sha256 now, not after minutes of replay.
     if (auto d = final_document(t.value()); !d.ok()) return report_error("replay", d.status());
     total_events += static_cast<int64_t>(t->events.size());
+    cap_pauses(t.value(), pace_cap_ms);
     traces.push_back(std::move(t).value());
   }
   if (Status st = check_unique_names(traces); !st.ok()) return report_error("replay", st);
@@ -504,6 +510,9 @@ int cmd_replay(int argc, char** argv) {
       warn("replay", fmt::format("replaying at the recorded pace takes {:.0f} minutes (the traces' t_ms); --fast plays "
                                  "events back to back", total_ms / 60e3));
   }
+  if (pace_cap_ms > 0 && (fast || gap_ms > 0))
+    return report_error("replay", Status(StatusCode::kInvalidArgument,
+                                         "--pace-cap-ms plays at the recorded pace: not with --fast or --gap-ms"));
   if (flags.model_path.empty()) return report_error("replay", Status(StatusCode::kInvalidArgument, "no model: pass -m MODEL"));
   // The model goes into a slot (session/model_slot.h) whether or not it is
   // swapped: one code path, and the slot validates it as it would a swap.
@@ -581,6 +590,7 @@ int cmd_replay(int argc, char** argv) {
     out["model"] = flags.model_path;
     out["max_tokens"] = max_tokens;
     out["paced"] = !fast;
+    out["pace_cap_ms"] = pace_cap_ms > 0 ? json(pace_cap_ms) : json(nullptr);
     out["token_healing"] = so.heal;
     out["fim"] = fim;
     out["fim_suffix_tokens"] = so.fim_suffix_tokens;
@@ -598,6 +608,7 @@ int cmd_replay(int argc, char** argv) {
     ReportInput in;
     in.model = flags.model_path;
     in.paced = !fast;
+    if (pace_cap_ms > 0) in.how = fmt::format("events at their recorded pace, pauses capped at {:g} ms", pace_cap_ms);
     in.machine = machine_description(flags.threads);
     in.command = command_line(argc, argv);
     in.traces = std::move(report);

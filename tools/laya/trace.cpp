@@ -149,6 +149,16 @@ Result<Trace> load_trace(const std::string& path) {
   return parse_trace(content, path);
 }
 
+void cap_pauses(Trace& t, double cap_ms) {
+  if (cap_ms <= 0) return;
+  double prev_in = 0, prev_out = 0;
+  for (Event& e : t.events) {
+    const double out = prev_out + std::min(e.t_ms - prev_in, cap_ms);
+    prev_in = e.t_ms;
+    e.t_ms = prev_out = out;
+  }
+}
+
 Status check_unique_names(const std::vector<Trace>& traces) {
   for (size_t i = 0; i < traces.size(); ++i)
     for (size_t k = 0; k < i; ++k)

@@ -29,6 +29,13 @@ struct Trace {
   std::vector<Event> events;
 };
 
+// Plays a trace faster while keeping its rhythm: every pause between two
+// events (and before the first) longer than cap_ms becomes cap_ms; shorter
+// ones stay. A pause capped at 300 ms still lets a core fall asleep (it does
+// within ~0.1 ms), so the result is the keystroke after a pause, not back to
+// back. cap_ms <= 0: unchanged.
+void cap_pauses(Trace& t, double cap_ms);
+
 // Code points of valid UTF-8 `s`.
 size_t cp_count(std::string_view s);
 // Byte length of the first n_cp code points of valid UTF-8 `s`.

@@ -49,7 +49,7 @@ Result<std::unique_ptr<Backend>> CpuBackend::create(const BackendOptions& opt, c
 }
 
 CpuBackend::CpuBackend(const BackendOptions& opt, const ForwardLimits& lim, int n_threads)
-    : opt_(opt), lim_(lim), pool_(n_threads, opt.background) {
+    : opt_(opt), lim_(lim), pool_(n_threads, opt.background, std::chrono::milliseconds(opt.awake_ms)) {
   counters_ = std::make_unique<RowCounter[]>(static_cast<size_t>(pool_.size()));
   scratch_.resize(static_cast<size_t>(pool_.size()));
   for (auto& s : scratch_) {

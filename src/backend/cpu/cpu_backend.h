@@ -37,6 +37,7 @@ class CpuBackend final : public Backend {
   size_t prepared_bytes() const override { return packed_bytes_; }
   const std::string& memory_lock_note() const override { return lock_note_; }
   void set_background(bool on) override { pool_.set_solo(on); }
+  void wake() override { pool_.wake(); }
 
   Status matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) override;
   Status matmul_group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) override;
