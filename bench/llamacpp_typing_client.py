@@ -43,6 +43,8 @@ Pace:
            its time to the cancel is under "cancelled_after_ms". suggest_ms covers the completed
            requests only.
   --fast   events back to back: each request waits for the previous one's response.
+  --pace-cap-ms N  the recorded pace with every pause longer than N ms cut to N (laya replay's
+           --pace-cap-ms: the same times, so both engines see the same keystrokes at the same moments).
 
 Measured per event: suggest_ms = client side, from just before the request is written to the
 whole response read and parsed: the HTTP and JSON overhead is included (an editor waits for it),
@@ -442,6 +444,16 @@ class Server:
 # The replay
 
 
+def cap_pauses(events, cap_ms):
+    """Every pause longer than cap_ms (before the first event too) becomes cap_ms, as laya replay
+    --pace-cap-ms does."""
+    prev_in = prev_out = 0.0
+    for e in events:
+        out = prev_out + min(e["t_ms"] - prev_in, cap_ms)
+        prev_in = e["t_ms"]
+        e["t_ms"] = prev_out = out
+
+
 def prepare(args, events, windower):
     """One request per event (built before the timed replay): (event, body bytes, window start,
     accept text)."""
@@ -522,6 +534,9 @@ def run(args):
         srv.connect()
     except OSError as e:
         raise SystemExit(f"llamacpp client: cannot reach llama-server at {args.server}: {e}") from None
+    if args.pace_cap_ms:
+        for _, _, events in traces:
+            cap_pauses(events, args.pace_cap_ms)
     windower = Windower(args, srv.count_tokens)
     total, per = Stats(), {}
     for name, header, events in traces:
@@ -547,7 +562,7 @@ def run(args):
         out = total.json()
         out.update({"engine": "llama-server", "server": args.server, "endpoint": "/infill" if args.fim else "/completion",
                     "n_predict": args.n_predict, "n_ctx": args.n_ctx, "max_prefix_chars": args.max_prefix_chars,
-                    "paced": not args.fast, "percentiles": "nearest rank", "resent_on_closed_connection": srv.reconnects,
+                    "paced": not args.fast, "pace_cap_ms": args.pace_cap_ms or None, "percentiles": "nearest rank", "resent_on_closed_connection": srv.reconnects,
                     "tokenize_calls": windower.tokenized, "traces": per})
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(out, f, indent=2)
@@ -647,6 +662,8 @@ def main():
     ap.add_argument("traces", nargs="*", help="trace files (.jsonl)")
     ap.add_argument("--server", default="http://127.0.0.1:8090", help="llama-server's URL (default %(default)s)")
     ap.add_argument("--fast", action="store_true", help="events back to back instead of at the recorded pace")
+    ap.add_argument("--pace-cap-ms", type=float, default=0.0,
+                    help="the recorded pace, with every pause longer than this cut to it (default: uncapped)")
     ap.add_argument("--fim", action="store_true", help="POST /infill (llama.vim's layout) instead of /completion")
     ap.add_argument("--json", help="write the results as JSON to this file")
     ap.add_argument("--n-predict", type=int, default=8, help="tokens per suggestion (default %(default)s)")

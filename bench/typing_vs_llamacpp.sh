@@ -5,6 +5,7 @@
 #   bench/typing_vs_llamacpp.sh [options] LLAMA_SERVER MODEL.gguf TRACE.jsonl...
 #     -t, --threads N   threads for both engines (default 2; env THREADS)
 #     --fast            events back to back (default: at the recorded pace, as typed)
+#     --pace-cap-ms N   at the recorded pace with every pause longer than N ms cut to N (both engines)
 #     --port N          llama-server's port on 127.0.0.1 (default 8090; env PORT)
 #     --fim             llama-server gets /infill (llama.vim's layout) instead of /completion
 #                       (laya has no fill-in-the-middle yet: then the two do different work)
@@ -31,6 +32,7 @@ THREADS="${THREADS:-2}"
 PORT="${PORT:-8090}"
 CTX=1024
 FAST=0
+CAP=""
 FIM=0
 KEEP=""
 POS=()
@@ -38,6 +40,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     -t|--threads) [ $# -ge 2 ] || die "$1 needs a value"; THREADS="$2"; shift 2 ;;
     --fast) FAST=1; shift ;;
+    --pace-cap-ms) [ $# -ge 2 ] || die "$1 needs a value"; CAP="$2"; shift 2 ;;
     --fim) FIM=1; shift ;;
     --port) [ $# -ge 2 ] || die "$1 needs a value"; PORT="$2"; shift 2 ;;
     --ctx) [ $# -ge 2 ] || die "$1 needs a value"; CTX="$2"; shift 2 ;;
@@ -168,6 +171,11 @@ fi
 
 PACE=()
 [ "$FAST" = 1 ] && PACE=(--fast)
+if [ -n "$CAP" ]; then
+  [[ "$CAP" =~ ^[1-9][0-9]*$ ]] || die "--pace-cap-ms: '$CAP' is not a positive integer"
+  [ "$FAST" = 1 ] && die "--pace-cap-ms plays at the recorded pace: not with --fast"
+  PACE=(--pace-cap-ms "$CAP")
+fi
 CARGS=(--server "http://127.0.0.1:$PORT" --n-ctx "$CTX" --json "$OUT/llama-server.json")
 [ "$FIM" = 1 ] && CARGS+=(--fim)
 echo "== llama-server ==" >&2
@@ -183,7 +191,7 @@ echo "== laya ==" >&2
 # ---- the table ----------------------------------------------------------------------------------
 echo
 echo "machine: $(lscpu 2> /dev/null | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; threads $THREADS"
-echo "model: $MODEL; context $CTX; pace: $([ "$FAST" = 1 ] && echo 'back to back (--fast)' || echo 'recorded')"
+echo "model: $MODEL; context $CTX; pace: $([ "$FAST" = 1 ] && echo 'back to back (--fast)' || { [ -n "$CAP" ] && echo "recorded, pauses capped at $CAP ms" || echo 'recorded'; })"
 echo "llama-server: $LSV; $([ "$FIM" = 1 ] && echo '/infill' || echo '/completion'), n_predict 8, greedy, cache_prompt, ${ARGS[*]:4}"
 echo "laya: $LAYA ($(git -C "$ROOT" rev-parse --short HEAD 2> /dev/null || echo '?')), replay --max-tokens 8"
 [ -n "$KEEP" ] && echo "results: $OUT/{llama-server,laya}.json, $OUT/llama-server.log"

@@ -515,6 +515,43 @@ TEST(SessionSuggest, TypingThroughASuggestionIsFreeAndExact) {
   EXPECT_TRUE(std::equal(a->tokens.begin() + 1, a->tokens.end(), t->tokens.begin()));
 }
 
+// Idle-time work: a suggestion extended by extend_chain() lets typing
+// through all of it cost no decode step, and every later suggestion is still
+// the fresh session's; an edit (a cancel) since the suggestion stops it.
+TEST(SessionSuggest, ExtendedChainMakesTypingPastItsEndFreeAndExact) {
+  REQUIRE_ENV();
+  for (bool heal : {false, true}) {
+    SCOPED_TRACE(heal ? "healing" : "no healing");
+    Session s(*E->eng, *E->tok, SessionOptions{.heal = heal});
+    ASSERT_TRUE(s.set_text("def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n").ok());
+    SuggestOptions opt;
+    opt.max_tokens = 4;
+    auto a = s.suggest(opt);
+    ASSERT_TRUE(a.ok());
+    ASSERT_EQ(a->tokens.size(), 4u) << a->text;
+    EXPECT_EQ(s.extend_chain(8), 8);
+    EXPECT_EQ(s.extend_chain(8), 8);  // again: the chain grows on
+    // Type the suggestion's first two tokens: the next 4 come from the chain.
+    const std::string typed = E->tok->token_bytes(a->tokens[0]) + E->tok->token_bytes(a->tokens[1]);
+    ASSERT_TRUE(s.edit(s.cursor(), 0, typed).ok());
+    auto t = s.suggest(opt);
+    ASSERT_TRUE(t.ok());
+    Session fresh(*E->eng, *E->tok, SessionOptions{.heal = heal});
+    ASSERT_TRUE(fresh.set_text(s.text()).ok());
+    auto f = fresh.suggest(opt);
+    ASSERT_TRUE(f.ok());
+    EXPECT_EQ(t->tokens, f->tokens) << "\"" << t->text << "\" vs \"" << f->text << "\"";
+    if (t->typed_through > 0) {
+      EXPECT_EQ(t->timings.tokens_computed, 0);
+      EXPECT_TRUE(t->timings.decode_ms.empty()) << t->timings.decode_ms.size() << " decode steps";
+    }
+    // A cancel (as every edit, move and new request makes) since the last
+    // suggestion: nothing is extended.
+    s.cancel();
+    EXPECT_EQ(s.extend_chain(8), 0);
+  }
+}
+
 // Healing: a cursor inside a word re-generates the word's last tokens, and
 // the suggestion continues the word instead of starting a new one.
 TEST(SessionSuggest, HealingConstrainsTheFirstTokens) {

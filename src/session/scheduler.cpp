@@ -57,6 +57,7 @@ SuggestScheduler::~SuggestScheduler() {
     stop_ = true;
     take_pending_locked(dropped);
     cancel_running_locked();
+    cancel_extending_locked();
   }
   poked_.store(true, std::memory_order_release);
   work_cv_.notify_all();
@@ -84,8 +85,13 @@ void SuggestScheduler::take_pending_locked(Request& out) {
 
 void SuggestScheduler::cancel_running_locked() {
   if (running_.ticket == 0) return;
+  running_forgotten_ = true;  // cancelled or forgotten: not to be extended either
   running_cancelled_.store(true, std::memory_order_release);
   running_.session->cancel();  // only sets a flag: stops within one decode step or prefill chunk
+}
+
+void SuggestScheduler::cancel_extending_locked(const Session* only) {
+  if (extending_ && (!only || extending_ == only)) extending_->cancel();  // stops it before its next step
 }
 
 void SuggestScheduler::drop(Request& r) {
@@ -110,6 +116,7 @@ uint64_t SuggestScheduler::submit(Session& s, const SuggestOptions& opt, Suggest
     pending_.cb.on_piece.swap(cb.on_piece);
     pending_.cb.on_done.swap(cb.on_done);
     if (opt_.preempt_other_sessions || running_.session == &s) cancel_running_locked();
+    cancel_extending_locked();  // idle work always gives way to a keystroke
   }
   poked_.store(true, std::memory_order_release);
   work_cv_.notify_one();
@@ -142,6 +149,7 @@ void SuggestScheduler::cancel_session(Session& s) {
     std::lock_guard<std::mutex> lock(mu_);
     if (pending_.session == &s) take_pending_locked(dropped);
     if (running_.session == &s) cancel_running_locked();
+    cancel_extending_locked(&s);
   }
   idle_cv_.notify_all();
   drop(dropped);
@@ -152,12 +160,13 @@ void SuggestScheduler::forget(Session& s) {
   {
     std::unique_lock<std::mutex> lock(mu_);
     if (pending_.session == &s) take_pending_locked(dropped);
-    if (running_.session == &s) {
+    if (running_.session == &s || extending_ == &s) {
       cancel_running_locked();
+      cancel_extending_locked(&s);
       // On the worker thread this is an on_done: suggest has returned and
       // the worker touches the session no more, and waiting would deadlock.
       if (std::this_thread::get_id() != worker_.get_id()) {
-        idle_cv_.wait(lock, [&] { return running_.session != &s; });
+        idle_cv_.wait(lock, [&] { return running_.session != &s && extending_ != &s; });
       }
     }
   }
@@ -168,7 +177,7 @@ void SuggestScheduler::forget(Session& s) {
 void SuggestScheduler::wait_idle() {
   if (std::this_thread::get_id() == worker_.get_id()) return;  // would wait for itself
   std::unique_lock<std::mutex> lock(mu_);
-  idle_cv_.wait(lock, [&] { return pending_.ticket == 0 && running_.ticket == 0; });
+  idle_cv_.wait(lock, [&] { return pending_.ticket == 0 && running_.ticket == 0 && extending_ == nullptr; });
 }
 
 void SuggestScheduler::worker_loop() {
@@ -185,16 +194,19 @@ void SuggestScheduler::worker_loop() {
     // pending_ -> running_ in one locked step, so wait_idle never sees both
     // empty while a request is outstanding.
     take_pending_locked(running_);
+    running_forgotten_ = false;
     running_cancelled_.store(false, std::memory_order_relaxed);
     lock.unlock();
-    run_one();
+    const bool done = run_one();
     // Only the worker reads running_.cb: cleared unlocked, so a callable's
     // destructor may call into the scheduler.
     running_.cb.on_piece = nullptr;
     running_.cb.on_done = nullptr;
     lock.lock();
+    Session* ran = running_.session;
     running_.ticket = 0;
     running_.session = nullptr;
+    if (done) extend_idle(lock, ran);
     idle_cv_.notify_all();
   }
 }
@@ -209,7 +221,18 @@ void SuggestScheduler::spin_until_poked(std::chrono::steady_clock::time_point un
   }
 }
 
-void SuggestScheduler::run_one() {
+void SuggestScheduler::extend_idle(std::unique_lock<std::mutex>& lock, Session* s) {
+  // Not after a forget() (an on_done may have forgotten the session to
+  // destroy it) or any cancel of the request, nor with a keystroke waiting.
+  if (opt_.idle_extend_tokens <= 0 || stop_ || pending_.ticket != 0 || running_forgotten_) return;
+  extending_ = s;
+  lock.unlock();
+  s->extend_chain(opt_.idle_extend_tokens);
+  lock.lock();
+  extending_ = nullptr;
+}
+
+bool SuggestScheduler::run_one() {
   SuggestDone d;
   d.ticket = running_.ticket;
   d.session = running_.session;
@@ -217,7 +240,7 @@ void SuggestScheduler::run_one() {
     // Superseded between the slot and the start: nothing was computed.
     d.outcome = SuggestOutcome::kDropped;
     if (running_.cb.on_done) running_.cb.on_done(d);
-    return;
+    return false;
   }
   Result<Suggestion> res = running_.session->suggest(running_.opt, piece_fn_);
   awake_until_ = std::chrono::steady_clock::now() +
@@ -233,6 +256,7 @@ void SuggestScheduler::run_one() {
     d.outcome = stopped ? SuggestOutcome::kCancelled : SuggestOutcome::kDone;
   }
   if (running_.cb.on_done) running_.cb.on_done(d);
+  return d.outcome == SuggestOutcome::kDone;
 }
 
 }  // namespace laya

@@ -53,6 +53,11 @@ struct SchedulerOptions {
   // session runs to its end first (the pending slot still keeps only the
   // newest).
   bool preempt_other_sessions = true;
+  // Idle-time work: after a suggestion completes and while nothing is
+  // pending, extend it by this many tokens (Session::extend_chain) on the
+  // worker, so typing through it past its end costs no forward pass. Any
+  // submit, edit or cancel stops it within one decode step. 0: none.
+  int idle_extend_tokens = 0;
 };
 
 enum class SuggestOutcome {
@@ -116,7 +121,11 @@ class SuggestScheduler {
   };
 
   void worker_loop();
-  void run_one();  // runs running_ (the lock not held)
+  bool run_one();  // runs running_ (the lock not held); true when it completed (kDone)
+  // The idle-time work after a completed suggestion on `s` (lock held on
+  // entry and exit, released while it runs).
+  void extend_idle(std::unique_lock<std::mutex>& lock, Session* s);
+  void cancel_extending_locked(const Session* only = nullptr);
   // Spins (the lock not held) until poked_ or `until`.
   void spin_until_poked(std::chrono::steady_clock::time_point until);
   // Empties pending_ into `out` (callbacks moved, no allocation) under mu_.
@@ -130,6 +139,8 @@ class SuggestScheduler {
   std::condition_variable idle_cv_;  // running_ emptied
   Request pending_;                  // the newest request not yet started
   Request running_;                  // written under mu_ by the worker only; read by it unlocked
+  Session* extending_ = nullptr;     // the session whose suggestion the worker extends (idle work), under mu_
+  bool running_forgotten_ = false;   // forget / cancel_session hit running_: no idle work on it after, under mu_
   std::atomic<bool> running_cancelled_{false};
   // Set with every work_cv_ notification (a submit, the destructor): what the
   // worker watches while it spins in its awake window.

@@ -733,8 +733,45 @@ Status Session::suggest_into(const SuggestOptions& opt, Suggestion* out,
   }
   s.timings.total_ms = ms_since(start);
   has_current_ = true;
+  done_epoch_ = cancel_epoch_.load();
   *out = s;  // copy-assignment reuses out's capacity
   return Status::Ok();
+}
+
+int Session::extend_chain(int n_tokens) {
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return 0;  // an edit or a suggest holds it: they come first
+  if (!has_current_ || cancel_epoch_.load() != done_epoch_ || chain_.empty() || !sampler_ ||
+      !reusable(sampler_->params()))
+    return 0;
+  if (masks_.eog.contains(chain_.back()) || masks_.control.contains(chain_.back())) return 0;  // it ended
+  // The sequence holds the prompt and a prefix of the chain (generate()).
+  const auto& cached = seq_->tokens();
+  if (cached.size() < chain_start_ || cached.size() > chain_start_ + chain_.size()) return 0;
+  std::string_view heal_left = chain_heal_;
+  for (int32_t id : chain_) heal_left = heal_advance(tok_->token_bytes(id), heal_left);
+  Sampler& smp = *sampler_;
+  const SuggestOptions opt;
+  first_logits_ = nullptr;
+  int added = 0;
+  while (added < n_tokens && cancel_epoch_.load() == done_epoch_) {
+    const int64_t at = static_cast<int64_t>(chain_start_ + chain_.size());  // once chain_.back() is fed
+    if (at > seq_->n_ctx()) break;
+    if (!(seq_->n_past() == at && logits_at_ == at)) {
+      logits_at_ = -1;
+      if (seq_->n_past() >= at && !truncate_to(at - 1).ok()) break;
+      if (seq_->n_past() != at - 1) break;  // the chain's earlier tokens are not all cached
+      if (!eng_->decode(*seq_, chain_.back()).ok()) break;
+      logits_at_ = seq_->n_past();
+    }
+    const int32_t id = pick(opt, smp, heal_left);
+    if (id < 0) break;
+    chain_.push_back(id);
+    ++added;
+    heal_left = heal_advance(tok_->token_bytes(id), heal_left);
+    if (masks_.eog.contains(id) || masks_.control.contains(id)) break;
+  }
+  return added;
 }
 
 }  // namespace laya

@@ -204,6 +204,17 @@ class Session {
   // returns what it has with `cancelled` set. Any thread; never blocks.
   void cancel();
 
+  // Idle-time work: extends the last suggestion's greedy chain (see
+  // reuse_chain()) by up to n_tokens decode steps, so that typing through
+  // the suggestion past its end stays free. Computes only what a later
+  // suggest would, token for token (the same decode steps, the same greedy
+  // choice), so every suggestion still equals a fresh session's. Does
+  // nothing unless the last call was a completed greedy suggest; stops
+  // before its next step once cancel() has been called since that suggest
+  // (an edit, a move, a new request), and returns at once when the session
+  // is busy. Returns the tokens added.
+  int extend_chain(int n_tokens);
+
   const std::string& text() const { return text_; }
   size_t size_cp() const { return n_cp_; }
   size_t cursor() const { return cursor_cp_; }
@@ -330,6 +341,7 @@ class Session {
   std::mutex mu_;
   std::atomic<bool> cancel_{false};
   std::atomic<uint64_t> cancel_epoch_{0};  // counts cancel() calls: see suggest()
+  uint64_t done_epoch_ = ~uint64_t{0};      // cancel_epoch_ when the last suggest completed: see extend_chain()
 
   std::string text_;
   size_t n_cp_ = 0;

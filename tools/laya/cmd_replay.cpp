@@ -165,6 +165,10 @@ class Replayer {
   // way), or the largest logit gap, relative to the largest |logit|, at which
   // a different token is a near tie rather than a mismatch.
   void set_tie_tolerance(double t) { tie_tol_ = t; }
+  // --idle-extend: tokens the last suggestion is extended by while the
+  // session waits for the next event (SchedulerOptions::idle_extend_tokens);
+  // the synchronous replay does it between events when it verifies.
+  void set_idle_extend(int n) { idle_extend_ = n; }
 
   // The bar to advance (nullptr: none) and the events played before this trace.
   void show_progress(Progress* p, int64_t done_before) {
@@ -194,6 +198,9 @@ class Replayer {
       if (progress_) progress_->update(static_cast<uint64_t>(done_before_ + s->events));
       if (swaps_) swaps_->after_event();  // before --verify's work: the swap overlaps what follows
       if (verify_) {
+        // The idle-time work a paced replay does between events, so that the
+        // suggestions made from it are verified too (not timed: it is idle).
+        if (idle_extend_ > 0 && !sug->cancelled) live.extend_chain(idle_extend_);
         LAYA_ASSIGN_OR_RETURN(Verdict v, same_as_fresh(live, *sug, where));
         if (v == Verdict::kMismatch) ++s->mismatches;
         if (v == Verdict::kNearTie) ++s->near_ties;
@@ -219,7 +226,9 @@ class Replayer {
   // At the recorded pace, asynchronously: see the top of this file.
   Status run_async(const Trace& t, Stats* s) {
     Session live(slot_, so_);
-    SuggestScheduler sched;
+    SchedulerOptions sched_opt;
+    sched_opt.idle_extend_tokens = idle_extend_;
+    SuggestScheduler sched(sched_opt);
     std::vector<EventRecord> rec(t.events.size());
     std::mutex mu;  // guards rec between the worker's callbacks and this thread
     size_t newest = 0;
@@ -345,6 +354,7 @@ class Replayer {
   SuggestOptions opt_;
   bool fast_, verify_;
   double gap_ms_, tie_tol_ = 0;
+  int idle_extend_ = 0;
   SwapDriver* swaps_;
   std::string swap_to_;
   Progress* progress_ = nullptr;
@@ -445,6 +455,11 @@ int cmd_replay(int argc, char** argv) {
                  "with --html: llama-server's results (bench/llamacpp_typing_client.py --json) on the same axes");
   app.add_flag("--samples", samples, "with --json: also every event's suggest_ms, first_token_ms and tokens computed");
   app.add_option("--max-tokens", max_tokens, "tokens per suggestion")->transform(int_in(1, 64));
+  int idle_extend = 0;
+  app.add_option("--idle-extend", idle_extend,
+                 "idle-time work: tokens each completed suggestion is extended by while the next event has not "
+                 "come, so typing through it past its end is free (default 0: none; measured no gain at the recorded pace with the default model, docs/PERFORMANCE.md)")
+      ->transform(int_in(0, 256));
   app.add_option("--max-ctx", max_ctx, "context cap in tokens (and the model's own)")->transform(int_in(64, 1 << 20));
   SessionOptions so;
   bool no_heal = false;
@@ -552,6 +567,7 @@ int cmd_replay(int argc, char** argv) {
   if (swapping)
     driver = std::make_unique<SwapDriver>(*slot, flags.model_path, swap_to, swap_bad, swap_every, total_events);
   Replayer rp(*slot, so, opt, fast, verify, driver.get(), swap_to, gap_ms);
+  rp.set_idle_extend(idle_extend);
   rp.set_tie_tolerance(verify_tie >= 0 ? verify_tie : flags.backend == "cpu" ? 0.0 : 1e-5);
   Stats all;
   std::vector<ReportTrace> report;  // per trace, for --html
@@ -591,6 +607,8 @@ int cmd_replay(int argc, char** argv) {
     out["max_tokens"] = max_tokens;
     out["paced"] = !fast;
     out["pace_cap_ms"] = pace_cap_ms > 0 ? json(pace_cap_ms) : json(nullptr);
+    out["idle_extend_tokens"] = idle_extend;
+    out["awake_ms"] = flags.awake_ms;
     out["token_healing"] = so.heal;
     out["fim"] = fim;
     out["fim_suffix_tokens"] = so.fim_suffix_tokens;
