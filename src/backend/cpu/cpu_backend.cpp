@@ -83,8 +83,6 @@ CpuBackend::CpuBackend(const BackendOptions& opt, const ForwardLimits& lim, int 
 CpuBackend::~CpuBackend() {
   unlock_pages(packed_buf_, packed_alloc_);  // see unlock_pages: else it stays resident after the free
   std::free(packed_buf_);
-  unlock_pages(moved_buf_, moved_alloc_);
-  std::free(moved_buf_);
 }
 
 size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices, std::atomic<uint64_t>* done,
@@ -136,43 +134,6 @@ size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices, std::atomic<
   return total;
 }
 
-size_t CpuBackend::copy_to_huge_pages(const std::vector<const Tensor*>& matrices, std::atomic<uint64_t>* done,
-                                      const std::function<void()>& report) {
-  std::vector<const Tensor*> todo;
-  std::vector<size_t> offsets;
-  size_t total = 0;
-  for (const Tensor* t : matrices) {
-    if (!t->present() || moved_.count(t->data)) continue;
-    bool dup = false;
-    for (const Tensor* u : todo) dup |= u->data == t->data;  // tied embeddings
-    if (dup) continue;
-    todo.push_back(t);
-    offsets.push_back(total);
-    total += (t->nbytes + 63) / 64 * 64;
-  }
-  if (todo.empty()) return 0;
-  constexpr size_t kHuge = size_t{2} << 20;
-  const size_t alloc = (total + kHuge - 1) / kHuge * kHuge;
-  moved_buf_ = static_cast<uint8_t*>(std::aligned_alloc(kHuge, alloc));
-  if (!moved_buf_) return 0;  // keep reading the file
-  moved_alloc_ = alloc;
-  madvise(moved_buf_, alloc, MADV_HUGEPAGE);  // before the first touch
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const bool background = pool_.solo();
-  for (size_t i = 0; i < todo.size(); ++i) {
-    if (background) foreground::yield();  // a swap's copy gives way to keystrokes, matrix by matrix
-    const Tensor* t = todo[i];
-    std::memcpy(moved_buf_ + offsets[i], t->data, t->nbytes);
-    moved_.emplace(t->data, moved_buf_ + offsets[i]);
-    done->fetch_add(t->nbytes, std::memory_order_relaxed);
-    report();
-    const uintptr_t b = (reinterpret_cast<uintptr_t>(t->data) + page - 1) / page * page;
-    const uintptr_t e = (reinterpret_cast<uintptr_t>(t->data) + t->nbytes) / page * page;
-    if (e > b) madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
-  }
-  return total;
-}
-
 Status CpuBackend::prepare_weights(const std::vector<const Tensor*>& matrices, const std::vector<const Tensor*>& all) {
   // Progress in bytes of the file: each distinct tensor once, as packed or as
   // locked (both read all of it).
@@ -191,18 +152,10 @@ Status CpuBackend::prepare_weights(const std::vector<const Tensor*>& matrices, c
     return Status(StatusCode::kOutOfMemory, "cpu backend: out of memory while packing the weights");
   }
   if (packed_buf_) lock(packed_buf_, packed_alloc_, "the packed weights");
-  if (!packed_buf_) {
-    try {
-      copy_to_huge_pages(matrices, &done, report);
-    } catch (const std::bad_alloc&) {
-      return Status(StatusCode::kOutOfMemory, "cpu backend: out of memory while copying the weights");
-    }
-    if (moved_buf_) lock(moved_buf_, moved_alloc_, "the weights (2 MiB pages)");
-  }
   // The rest is read from the file mapping. Packed matrices' file pages were
   // given back; locking them would read them in again.
   for (const Tensor* t : all) {
-    if (!t->present() || packed(*t) || moved_.count(t->data)) continue;
+    if (!t->present() || packed(*t)) continue;
     lock(t->data, t->nbytes, "the weights");
     done.fetch_add(t->nbytes, std::memory_order_relaxed);
     report();
@@ -318,8 +271,7 @@ void CpuBackend::matmul_rows(const Tensor& w, const PackedEntry* pe, const float
   if (n_tok == 1) {
     // Decode: one fused dequantize+dot per row.
     const cpu::DotRowFn dot = kt.dot_row[type];
-    const uint8_t* wd = weight_bytes(w);
-    for (int64_t r = b; r < e; ++r) y[r] = dot(wd + static_cast<size_t>(r) * stride, x, cols);
+    for (int64_t r = b; r < e; ++r) y[r] = dot(w.data + static_cast<size_t>(r) * stride, x, cols);
     return;
   }
   // Prefill: dequantize a tile of rows once, reuse it for every token.
@@ -330,7 +282,7 @@ void CpuBackend::matmul_rows(const Tensor& w, const PackedEntry* pe, const float
     const int64_t nr = std::min<int64_t>(kTileRows, e - r0);
     const float* rowp[kTileRows];
     for (int64_t i = 0; i < nr; ++i) {
-      const uint8_t* src = weight_bytes(w) + static_cast<size_t>(r0 + i) * stride;
+      const uint8_t* src = w.data + static_cast<size_t>(r0 + i) * stride;
       if (is_f32) {
         rowp[i] = reinterpret_cast<const float*>(src);
       } else {

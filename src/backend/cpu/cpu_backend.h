@@ -101,22 +101,6 @@ class CpuBackend final : public Backend {
   std::unordered_map<const uint8_t*, PackedEntry> packed_;
   uint8_t* packed_buf_ = nullptr;
   size_t packed_alloc_ = 0;
-  // Where no packed kernels exist (AVX2, NEON, scalar): the matrices copied,
-  // byte for byte, into memory backed by 2 MiB pages (file data -> copy): a
-  // decode step reads every weight once, and through 4 KiB file pages that
-  // is a TLB miss every 4 KiB (the default model: ~5,400 pages a token, 11
-  // huge pages). Same bytes, same kernels: the results do not change.
-  std::unordered_map<const uint8_t*, const uint8_t*> moved_;
-  uint8_t* moved_buf_ = nullptr;
-  size_t moved_alloc_ = 0;
-  size_t copy_to_huge_pages(const std::vector<const Tensor*>& matrices, std::atomic<uint64_t>* done,
-                            const std::function<void()>& report);
-  // The bytes of matrix w a matmul reads: its copy, or the file's.
-  const uint8_t* weight_bytes(const Tensor& w) const {
-    if (moved_.empty()) return w.data;
-    auto it = moved_.find(w.data);
-    return it == moved_.end() ? w.data : it->second;
-  }
   cpu::QuantizeXFn quantize_x_ = cpu::quantize_x;
   // Each token's activations quantized for the packed kernels (qx_[0] is the
   // decode input), written once per matmul_group / matmul_swiglu.
