@@ -43,7 +43,7 @@ const deadline = setTimeout(() => {
 deadline.unref();
 
 const extra = (process.env.LAYA_LSP_ARGS || '').split(' ').filter(Boolean);
-const child = spawn(laya, ['lsp', '-m', model, '-t', '1', ...extra], { stdio: ['pipe', 'pipe', 'pipe'] });
+const child = spawn(laya, ['lsp', '-m', model, '-t', '1', '--awake-ms', '0', ...extra], { stdio: ['pipe', 'pipe', 'pipe'] });
 let stderr = '';
 child.stderr.on('data', (d) => { stderr += d; });
 const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
@@ -198,7 +198,7 @@ async function main() {
 // answered with an error (id null), the good ones after it still work, and
 // EOF without shutdown ends the process with code 1, never a hang.
 async function hostile() {
-  const p = spawn(laya, ['lsp', '-m', model, '-t', '1'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const p = spawn(laya, ['lsp', '-m', model, '-t', '1', '--awake-ms', '0'], { stdio: ['pipe', 'pipe', 'pipe'] });
   const done = new Promise((resolve) => p.on('exit', (code, signal) => resolve({ code, signal })));
   let out = Buffer.alloc(0);
   p.stdout.on('data', (d) => { out = Buffer.concat([out, d]); });

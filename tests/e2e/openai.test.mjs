@@ -24,7 +24,7 @@ if (!laya || !model) {
 
 // Starts laya serve on a free port; resolves with its base URL once it listens.
 function startServer(args) {
-  const child = spawn(laya, ['serve', '-m', model, '--port', '0', '-t', '2', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(laya, ['serve', '-m', model, '--port', '0', '-t', '2', '--awake-ms', '0', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   const url = new Promise((resolve, reject) => {
     child.stderr.on('data', (d) => {
