@@ -3,16 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/cpu_relax.h"
 #include "core/foreground.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define LAYA_PAUSE() _mm_pause()
-#elif defined(__aarch64__)
-#define LAYA_PAUSE() __asm__ __volatile__("yield")
-#else
-#define LAYA_PAUSE() ((void)0)
-#endif
 
 namespace laya {
 
@@ -113,7 +105,7 @@ void ThreadPool::run(Fn fn, void* ctx) {
   int spins = 0;
   while (done_chunks_.load(std::memory_order_acquire) != n_threads_) {
     if (++spins < 4000) {
-      LAYA_PAUSE();
+      cpu_relax();
     } else {
       std::this_thread::yield();
     }
@@ -154,7 +146,7 @@ void ThreadPool::worker_main(uint32_t seen) {
         }
         std::this_thread::yield();  // a woken editor thread gets this core at once
       }
-      LAYA_PAUSE();
+      cpu_relax();
     }
     seen = g;
     if (stop_.load(std::memory_order_acquire)) return;

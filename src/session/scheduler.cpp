@@ -5,21 +5,10 @@
 #ifdef __linux__
 #include <pthread.h>
 #endif
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
+
+#include "core/cpu_relax.h"
 
 namespace laya {
-
-namespace {
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
-}  // namespace
 
 const char* to_string(SuggestOutcome o) {
   switch (o) {

@@ -595,6 +595,20 @@ bool Session::emit(std::string_view piece, bool single_line,
   return go_on;
 }
 
+// One decode step of the chain: feeds chain token at-1-chain_start_ (the
+// sequence is cut back to at-1 tokens first when it holds more), so the
+// logits after the first `at` tokens are current. `step` names it in errors.
+Status Session::decode_chain_token(int64_t at, int step) {
+  logits_at_ = -1;
+  if (seq_->n_past() >= at) LAYA_TRY(truncate_to(at - 1));
+  const int32_t token = chain_[static_cast<size_t>(at - 1) - chain_start_];
+  if (Status st = eng_->decode(*seq_, token); !st.ok()) {
+    return Status(st.code(), fmt::format("suggest: decode step {}: {}", step, st.message()));
+  }
+  logits_at_ = seq_->n_past();
+  return Status::Ok();
+}
+
 // Produces up to max_tokens tokens: the first `reused` come from the chain
 // (no forward pass), the rest are decoded. Every chosen token is recorded in
 // the chain (the sequence always holds the prompt plus a prefix of it).
@@ -630,12 +644,7 @@ Status Session::generate(const SuggestOptions& opt, std::optional<Clock::time_po
             s.cut_by_deadline = true;
             break;
           }
-          logits_at_ = -1;
-          if (seq_->n_past() >= at) LAYA_TRY(truncate_to(at - 1));
-          if (Status st = eng_->decode(*seq_, chain_[i - 1]); !st.ok()) {
-            return Status(st.code(), fmt::format("suggest: decode step {}: {}", i, st.message()));
-          }
-          logits_at_ = seq_->n_past();
+          LAYA_TRY(decode_chain_token(at, static_cast<int>(i)));
           last_step_ms_ = ms_since(now);
           s.timings.decode_ms.push_back(last_step_ms_);
         }
@@ -758,11 +767,8 @@ int Session::extend_chain(int n_tokens) {
     const int64_t at = static_cast<int64_t>(chain_start_ + chain_.size());  // once chain_.back() is fed
     if (at > seq_->n_ctx()) break;
     if (!(seq_->n_past() == at && logits_at_ == at)) {
-      logits_at_ = -1;
-      if (seq_->n_past() >= at && !truncate_to(at - 1).ok()) break;
-      if (seq_->n_past() != at - 1) break;  // the chain's earlier tokens are not all cached
-      if (!eng_->decode(*seq_, chain_.back()).ok()) break;
-      logits_at_ = seq_->n_past();
+      if (seq_->n_past() < at - 1) break;  // the chain's earlier tokens are not all cached
+      if (!decode_chain_token(at, static_cast<int>(chain_.size())).ok()) break;
     }
     const int32_t id = pick(opt, smp, heal_left);
     if (id < 0) break;

@@ -299,6 +299,7 @@ class Session {
   size_t reuse_chain(const SuggestOptions& opt);
   Status prefill_prompt(Suggestion& s);
   Status truncate_to(int64_t n);
+  Status decode_chain_token(int64_t at, int step);
   Status generate(const SuggestOptions& opt, std::optional<Deadline::Clock::time_point> end, size_t reused,
                   const std::function<void(std::string_view)>& on_piece, Suggestion& s);
   int32_t pick(const SuggestOptions& opt, Sampler& smp, std::string_view heal_left);
