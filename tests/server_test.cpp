@@ -14,7 +14,7 @@
 
 #include "engine/engine.h"
 #include "model/model.h"
-#include "server/chat.h"
+#include "session/chat.h"
 #include "server/http_server.h"
 #include "server/requests.h"
 #include "server/server_sessions.h"

@@ -6,9 +6,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "format/gguf.h"
-#include "model/model.h"
-#include "server/chat.h"
+#include "session/chat.h"
 #include "server/http_server.h"
 #include "server/sse.h"
 
@@ -35,9 +33,7 @@ void HttpServer::chat(const httplib::Request& req, httplib::Response& res) {
   // The model of this request, held to its end (a swap may replace the slot's meanwhile).
   std::shared_ptr<const ModelBundle> bundle = sessions_.model();
   std::string tmpl;
-  if (const gguf::File* g = bundle->model->gguf_file())
-    if (auto ct = g->get_string("tokenizer.chat_template"); ct.ok()) tmpl = *ct;
-  const ChatTemplate t = detect_chat_template(tmpl);
+  const ChatTemplate t = chat_template_of(*bundle, &tmpl);
   if (t != ChatTemplate::kChatMl && t != ChatTemplate::kLlama3) {
     const std::string head = tmpl.substr(0, 60);
     return error(res, 400,
@@ -51,12 +47,13 @@ void HttpServer::chat(const httplib::Request& req, httplib::Response& res) {
   auto pr = parse_chat(req.body, opt_.limits);
   if (!pr.ok()) return error(res, 400, pr.status().message(), ep);
   auto q = std::make_shared<ChatRequest>(std::move(pr).value());
+  auto params = std::make_shared<ChatParams>(ChatParams{q->max_tokens, q->sampling, q->stop});
   const std::string id = fmt::format("chatcmpl-laya-{}", next_id_.fetch_add(1));
   auto code_of = [](const Status& st) {
     return st.code() == StatusCode::kInvalidArgument || st.code() == StatusCode::kUnsupported ? 400 : 500;
   };
   if (!q->stream) {
-    auto r = run_chat(*bundle->engine, *bundle->tokenizer, t, *q, {});
+    auto r = run_chat(*bundle, t, q->messages, *params, {});
     if (!r.ok()) return error(res, code_of(r.status()), r.status().message(), ep);
     json j = {{"id", id},
               {"object", "chat.completion"},
@@ -70,13 +67,13 @@ void HttpServer::chat(const httplib::Request& req, httplib::Response& res) {
     return ok_json(res, dump(j), ep);
   }
   metrics_.request(ep, 200);
-  res.set_chunked_content_provider("text/event-stream", [this, q, id, t, bundle](size_t, httplib::DataSink& sink) {
+  res.set_chunked_content_provider("text/event-stream", [this, q, params, id, t, bundle](size_t, httplib::DataSink& sink) {
     auto send = [&](const json& j) { return sse_send(sink, j); };
     send(chat_chunk(id, model_id(), {{"role", "assistant"}, {"content", ""}}, nullptr));
     auto emit = [&](std::string_view text) {
       return send(chat_chunk(id, model_id(), {{"content", std::string(text)}}, nullptr));
     };
-    auto r = run_chat(*bundle->engine, *bundle->tokenizer, t, *q, emit);
+    auto r = run_chat(*bundle, t, q->messages, *params, emit);
     if (!r.ok()) {
       send(json{{"error", {{"code", 400}, {"message", r.status().message()}, {"type", "invalid_request_error"}}}});
     } else {

@@ -38,39 +38,21 @@ struct Outcome {
 Result<Outcome> run_suggestion(ServerSessions& sessions, const std::optional<std::string>& name, std::string_view doc,
                     size_t cursor, const SuggestOptions& so, const std::vector<std::string>& stop, int64_t n_indent,
                     const std::function<bool(std::string_view)>& emit, Clock::time_point t0) {
-  size_t hold = 0;
-  for (const std::string& s : stop) hold = std::max(hold, s.empty() ? 0 : s.size() - 1);
-  std::string acc, cut;
-  size_t emitted = 0;
-  bool cut_by_stop = false;
-  auto flush_to = [&](size_t end) {
-    while (end > emitted && end < acc.size() && utf8::is_continuation(static_cast<unsigned char>(acc[end]))) --end;
-    if (end <= emitted) return true;
-    const bool ok = !emit || emit(std::string_view(acc).substr(emitted, end - emitted));
-    emitted = end;
-    return ok;
-  };
-  auto on_piece = [&](std::string_view piece) {
-    acc.append(piece);
-    cut = acc;
-    if (apply_stops(&cut, stop, n_indent)) {
-      cut_by_stop = true;
-      acc.resize(cut.size());
-      flush_to(acc.size());
-      return false;
-    }
-    return flush_to(acc.size() > hold ? acc.size() - hold : 0);
-  };
+  StopStream stream;
+  stream.reset(&stop, n_indent,
+               {[](void* f, std::string_view text) {
+                  const auto& fn = *static_cast<const std::function<bool(std::string_view)>*>(f);
+                  return !fn || fn(text);
+                },
+                const_cast<std::function<bool(std::string_view)>*>(&emit)});
+  auto on_piece = [&](std::string_view piece) { return stream.push(piece); };
   auto r = sessions.suggest(name, doc, cursor, so, on_piece);
   if (!r.ok()) return r.status();
   Outcome o;
   o.served = std::move(r).value();
   o.content = o.served.suggestion.text;
-  if (apply_stops(&o.content, stop, n_indent)) cut_by_stop = true;
-  if (!o.served.superseded) {
-    acc = o.content;
-    flush_to(acc.size());
-  }
+  const bool cut_by_stop = apply_stops(&o.content, stop, n_indent) || stream.stopped();
+  if (!o.served.superseded) stream.finish_with(o.served.suggestion.text);
   if (cut_by_stop) {
     o.stop_type = "word";
     for (const std::string& s : stop)

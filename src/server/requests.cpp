@@ -323,31 +323,4 @@ Result<DetokenizeRequest> parse_detokenize(std::string_view body, const RequestL
   return r;
 }
 
-bool apply_stops(std::string* text, const std::vector<std::string>& stop, int64_t n_indent) {
-  size_t cut = std::string::npos;
-  for (const std::string& s : stop) {
-    if (s.empty()) continue;
-    const size_t p = text->find(s);
-    if (p < cut) cut = p;
-  }
-  if (n_indent > 0) {
-    // llama.cpp: every line after the first must be indented at least n_indent
-    // (spaces or tabs) when anything follows its indentation (an empty line
-    // too); the first one that is not ends the suggestion, keeping its new
-    // line and indentation.
-    for (size_t nl = text->find('\n'); nl != std::string::npos && nl < cut; nl = text->find('\n', nl + 1)) {
-      size_t p = nl + 1;
-      int64_t ind = 0;
-      while (p < text->size() && ((*text)[p] == ' ' || (*text)[p] == '\t')) ++p, ++ind;
-      if (p < text->size() && ind < n_indent) {
-        cut = std::min(cut, p);
-        break;
-      }
-    }
-  }
-  if (cut == std::string::npos) return false;
-  text->resize(cut);
-  return true;
-}
-
 }  // namespace laya::server

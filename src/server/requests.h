@@ -22,6 +22,8 @@
 
 #include "core/status.h"
 #include "sampling/sampler.h"
+#include "session/chat.h"
+#include "session/stop_strings.h"
 
 namespace laya::server {
 
@@ -80,10 +82,6 @@ struct CompletionRequest {
 
 // POST /v1/chat/completions (OpenAI). A content may be a string or an array
 // of {"type": "text", "text": ...} parts (joined).
-struct ChatMessage {
-  std::string role;  // system, user, assistant (chat.h checks)
-  std::string content;
-};
 struct ChatRequest {
   std::vector<ChatMessage> messages;
   int64_t max_tokens = 256;  // max_tokens or max_completion_tokens
@@ -111,10 +109,5 @@ Result<TokenizeRequest> parse_tokenize(std::string_view body, const RequestLimit
 // Ids are checked against n_vocab here (a token id past the vocabulary is the
 // client's error, not the tokenizer's).
 Result<DetokenizeRequest> parse_detokenize(std::string_view body, const RequestLimits& lim, int64_t n_vocab);
-
-// The text of the suggestion cut by `stop` strings and n_indent, as llama.cpp
-// does: at the first stop string (not included); at the first new line (after
-// the first) whose indentation is less than n_indent. Returns true when cut.
-bool apply_stops(std::string* text, const std::vector<std::string>& stop, int64_t n_indent);
 
 }  // namespace laya::server

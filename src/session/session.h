@@ -1,24 +1,14 @@
-// Session: one document being typed, driven keystroke by keystroke. It holds
-// the text (UTF-8), the cursor, the incremental tokenizer state, one engine
-// sequence and the current suggestion, and makes each suggestion with the
-// least work:
-//   - after an edit only the tokens after the first changed one are computed
-//     (the sequence keeps the common prefix);
-//   - the prompt covers a window of the text before the cursor that starts at
-//     a line start and moves in large steps (to about half the room when it
-//     overflows), so it stays the same from keystroke to keystroke;
-//   - where the model has fill-in-the-middle tokens, a bounded suffix (the
-//     text after the cursor, whole lines up to SessionOptions::fim_suffix_tokens)
-//     is in the prompt (PSM order by default: the order the default model
-//     was trained on);
-//   - token healing: the last token before the cursor (of the last pre-token
-//     piece) is taken back and the suggestion must start with its bytes;
-//   - typing through a suggestion: the generated tokens stay cached, and when
-//     the new prompt is the old prompt plus some of them (the user typed or
-//     accepted what was suggested), the rest is reused with no forward pass
-//     and only the missing steps are decoded. Reuse is taken only where it
-//     provably equals what a fresh computation gives (greedy sampling; see
-//     reuse_chain()), so every suggestion equals a fresh session's.
+// Session: one document being typed, driven keystroke by keystroke: the thin
+// owner that wires the parts of the keystroke pipeline together.
+//
+//   Document       the text and the cursor (code points <-> bytes, here only)
+//   PromptBuilder  window, FIM suffix and token healing -> the prompt (prompt_plan.h)
+//   Reuse          the sequence, saved logits and the last greedy chain: what
+//                  the prompt costs (typing through a suggestion: nothing)
+//   Generator      the decode loop (the same one chat and `laya complete` run)
+//
+// Every suggestion equals a fresh session's: reuse is taken only where it
+// provably gives what a fresh computation gives (reuse.h).
 //
 // Threading: edit / set_text / move / accept / suggest are serialised by a
 // mutex; suggest holds it for its whole run. cancel() may be called from any
@@ -54,8 +44,12 @@
 
 #include "core/status.h"
 #include "engine/engine.h"
-#include "session/model_slot.h"
 #include "sampling/sampler.h"
+#include "session/document.h"
+#include "session/generator.h"
+#include "session/model_slot.h"
+#include "session/prompt_plan.h"
+#include "session/reuse.h"
 #include "tokenizer/tokenizer.h"
 
 namespace laya {
@@ -94,30 +88,6 @@ struct SuggestOptions {
   // prefill is needed by the next keystroke anyway.
   Deadline deadline;
   SamplerParams sampling;  // greedy by default (temperature 0)
-};
-
-// How a session builds its prompts (fixed for its life).
-enum class FimOrder {
-  kOff,  // the text before the cursor only
-  kPsm,  // [BOS] <fim_prefix> prefix <fim_suffix> suffix <fim_middle>: what the default model learned
-  kSpm,  // [BOS] <fim_suffix> suffix <fim_prefix> prefix <fim_middle>: typing at the cursor keeps the suffix cached
-};
-
-struct SessionOptions {
-  bool heal = true;  // token healing (see the top of this file)
-  // Used only when the tokenizer has all three FIM tokens and the bounded
-  // suffix holds more than whitespace; otherwise the prompt is the prefix.
-  FimOrder fim = FimOrder::kPsm;
-  // The suffix: whole lines after the cursor (the cursor's own line first)
-  // while their tokens fit in this bound; a first line longer than the bound
-  // is cut to its first tokens. In PSM order every token of it is recomputed
-  // when the prefix changes, so it is small by default.
-  int fim_suffix_tokens = 32;
-  int fim_suffix_lines = 4;
-  // Tokens the prompt may use (0: the engine's context). The window of the
-  // prefix gets what is left after BOS, FIM markers, the suffix bound and
-  // max_tokens.
-  int64_t context_tokens = 0;
 };
 
 struct SuggestTimings {
@@ -215,24 +185,24 @@ class Session {
   // is busy. Returns the tokens added.
   int extend_chain(int n_tokens);
 
-  const std::string& text() const { return text_; }
-  size_t size_cp() const { return n_cp_; }
-  size_t cursor() const { return cursor_cp_; }
+  const std::string& text() const { return doc_.text(); }
+  size_t size_cp() const { return doc_.size_cp(); }
+  size_t cursor() const { return doc_.cursor_cp(); }
   // The last suggestion, until the next edit / move / set_text / accept.
   const Suggestion* current() const { return has_current_ ? &current_ : nullptr; }
   const SessionOptions& options() const { return opts_; }
   // The window: the code point where the prompt's text starts. A fresh
   // session given the same window (pin_window) makes the same prompt.
-  size_t window_start() const { return win_cp_; }
+  size_t window_start() const { return plan_.window_cp(); }
   // Sets the window start (a code point <= the cursor); it stays until it no
   // longer fits, like a chosen one. For replay --verify.
   Status pin_window(size_t start_cp);
-  int64_t window_moves() const { return window_moves_; }
+  int64_t window_moves() const { return plan_.window_moves(); }
   // The tokens whose K/V the session's sequence holds.
-  const std::vector<int32_t>& cached_tokens() const { return seq_->tokens(); }
+  const std::vector<int32_t>& cached_tokens() const { return reuse_.sequence().tokens(); }
   // The last suggestion's prompt (window, FIM markers, healing's cut): its
   // first token was chosen from the logits after these. For replay --verify.
-  const std::vector<int32_t>& prompt_tokens() const { return prompt_; }
+  const std::vector<int32_t>& prompt_tokens() const { return prompt_.ids; }
   // The model the session is bound to: the one its last suggestion was made
   // on (a slot session moves at its next suggest). bundle() is null for a
   // session made on an engine.
@@ -275,10 +245,10 @@ class Session {
   Status restore(const SavedState& st, const std::function<const uint8_t*(int64_t block)>& kv_src,
                  std::string* kv_note = nullptr);
   // The KV blocks the session's sequence holds (shared ones included).
-  const KvBlockTable& kv_blocks() const { return seq_->blocks(); }
+  const KvBlockTable& kv_blocks() const { return reuse_.sequence().blocks(); }
   // The logits at the end of the last prefilled prompt (n_vocab floats), or
   // nullptr: what replay --verify and the restart check compare.
-  const float* prompt_logits() const { return saved_at_ >= 0 ? saved_logits_.data() : nullptr; }
+  const float* prompt_logits() const { return reuse_.saved_logits(); }
   // Gives the sequence's blocks back to the pool: the full ones stay cached
   // under their content keys (evictable, least recently used first), so the
   // next suggest adopts those still resident and recomputes only the rest.
@@ -286,107 +256,69 @@ class Session {
   Status release_kv();
 
  private:
-  Status edit_locked(size_t pos_cp, size_t n_deleted_cp, std::string_view inserted);
-  size_t byte_of(size_t cp) const;
-  Status check_options(const SuggestOptions& opt) const;
-  int64_t window_room(int max_tokens) const;
-  Status update_window(int max_tokens, Suggestion& s);
-  Status choose_window(int64_t room);
-  Status set_window(size_t start_byte);
-  size_t count_cp(size_t from_byte, size_t to_byte) const;
-  Status build_suffix();
-  void build_prompt();
-  size_t reuse_chain(const SuggestOptions& opt);
-  Status prefill_prompt(Suggestion& s);
-  Status truncate_to(int64_t n);
-  Status decode_chain_token(int64_t at, int step);
-  Status generate(const SuggestOptions& opt, std::optional<Deadline::Clock::time_point> end, size_t reused,
-                  const std::function<void(std::string_view)>& on_piece, Suggestion& s);
-  int32_t pick(const SuggestOptions& opt, Sampler& smp, std::string_view heal_left);
-  bool emit(std::string_view piece, bool single_line, const std::function<void(std::string_view)>& on_piece,
-            Suggestion& s);
-  Sampler& sampler_for(const SamplerParams& p);
-  void drop_chain() { chain_.clear(); chain_start_ = 0; chain_heal_.clear(); }
+  // A sequence kept on a model other than the one bound: the one left by the
+  // last swap (for a swap back) or the one a prewarm computed on the next.
+  struct ParkedSequence {
+    std::shared_ptr<const ModelBundle> bundle;  // the model it is on (left by a swap; null for a prewarm)
+    std::unique_ptr<Sequence> seq;
+    uint64_t id = 0;  // the bundle id (a prewarm's)
+    // The window its prompt was built on (npos: none), and the bytes at the
+    // start of the text that no edit touched since.
+    size_t win_byte = std::string::npos;
+    size_t unchanged = std::string::npos;
+    void clear() {
+      bundle.reset();
+      seq.reset();
+      id = 0;
+      win_byte = unchanged = std::string::npos;
+    }
+  };
+
   Session(std::shared_ptr<const ModelBundle> bundle, ModelSlot* slot, const SessionOptions& options);
-  void init_model_state();
+  Status edit_locked(size_t pos_cp, size_t n_deleted_cp, std::string_view inserted);
+  Status check_options(const SuggestOptions& opt) const;
+  int64_t room(int max_tokens) const;
+  // The prompt at the cursor into prompt_ (the window updated first).
+  Status plan_prompt(int max_tokens, Suggestion& s);
+  Status run_generation(const SuggestOptions& opt, std::optional<Deadline::Clock::time_point> end, size_t known,
+                        const std::function<void(std::string_view)>& on_piece, Suggestion& s);
+  Sampler& sampler_for(const SamplerParams& p);
   void rebind_locked(std::shared_ptr<const ModelBundle> next);
-  friend class ModelSlot;
+  friend class ModelSlot;  // attach/detach, prewarm_for (model_slot.h)
   void prewarm_for(const std::shared_ptr<const ModelBundle>& next);
 
-  // Pointers, not references: a slot session rebinds them to the new model.
+  // The model: pointers, not references (a slot session rebinds them).
   Engine* eng_;
   const tok::Tokenizer* tok_;
-  ModelSlot* slot_ = nullptr;                   // null: bound to eng_ for life
-  std::shared_ptr<const ModelBundle> bundle_;   // what eng_ / tok_ belong to (slot sessions)
-  bool rebound_ = false;  // rebound since the last prefill: adopt the pool's cached prefix (model_slot.h)
-  // The sequence on the model used before the last swap, for a swap back (rebind_locked).
-  std::shared_ptr<const ModelBundle> other_bundle_;
-  std::unique_ptr<Sequence> other_seq_;
-  // The window other_seq_'s prompt was built on (npos: none), and the bytes
-  // of text at the start left untouched by every edit since that swap.
-  size_t other_win_byte_ = std::string::npos;
-  size_t other_unchanged_ = std::string::npos;
-  // Prewarm (see the top of this file). prewarm_mu_ guards the writes of
-  // text_ and the cursor (read by prewarm_for on the swapping thread) and the
-  // prepared_* fields: the sequence of the prompt computed on bundle
-  // prepared_id_, its window, and the bytes at the start of the text no edit
-  // touched since the text was copied.
+  ModelSlot* slot_ = nullptr;                  // null: bound to eng_ for life
+  std::shared_ptr<const ModelBundle> bundle_;  // what eng_ / tok_ belong to (slot sessions)
+  // Hot swap (see the top of this file). prewarm_mu_ guards the document's
+  // writes (read by prewarm_for on the swapping thread) and prepared_.
+  ParkedSequence other_, prepared_;
   std::mutex prewarm_mu_;
-  std::unique_ptr<Sequence> prepared_seq_;
-  uint64_t prepared_id_ = 0;
-  size_t prepared_win_byte_ = std::string::npos;
-  size_t prepared_unchanged_ = std::string::npos;
   std::atomic<int64_t> last_used_ns_{0};  // steady clock of the last suggest (0: none): the slot's MRU order
   std::atomic<int> last_max_tokens_{8};   // the room prewarm_for leaves, as the next suggest likely will
+
   SessionOptions opts_;
   std::mutex mu_;
+  // Cancellation: cancel_ stops the suggest in flight; cancel_epoch_ counts
+  // cancel() calls (see suggest_into()); done_epoch_ is its value when the
+  // last suggest completed (extend_chain() runs only while it is unchanged).
   std::atomic<bool> cancel_{false};
-  std::atomic<uint64_t> cancel_epoch_{0};  // counts cancel() calls: see suggest()
-  uint64_t done_epoch_ = ~uint64_t{0};      // cancel_epoch_ when the last suggest completed: see extend_chain()
+  std::atomic<uint64_t> cancel_epoch_{0};
+  uint64_t done_epoch_ = ~uint64_t{0};
 
-  std::string text_;
-  size_t n_cp_ = 0;
-  size_t cursor_cp_ = 0, cursor_byte_ = 0;
-  // The window: the prompt's text is text_[win_byte_, cursor_byte_), held by
-  // prefix_tok_ and re-tokenized incrementally (typing at the cursor is an
-  // edit at its end, a move an insert or delete there). win_dirty_: an edit
-  // or move reached before the window; it is chosen again at the next suggest.
-  size_t win_cp_ = 0, win_byte_ = 0;
-  bool win_dirty_ = false;
-  int64_t window_moves_ = 0;
-  tok::EditTokenizer prefix_tok_;
-  // FIM: the three marker ids (or -1), the bounded suffix's text and ids.
-  int32_t fim_pre_ = -1, fim_suf_ = -1, fim_mid_ = -1;
-  std::string suffix_text_;
-  tok::EditTokenizer suffix_tok_;  // the suffix's ids, re-tokenized incrementally
-  std::vector<int32_t> suffix_ids_;
-  bool suffix_valid_ = false;
-
-  std::unique_ptr<Sequence> seq_;
-  // n_past of the sequence when its logits were last computed (-1: stale);
-  // they serve a prompt only when it ends exactly there.
-  int64_t logits_at_ = -1;
-  // The logits at the end of the last prefilled prompt (saved_at_ tokens; -1:
-  // none): the next keystroke with the same prompt starts from them.
-  std::vector<float> saved_logits_;
-  int64_t saved_at_ = -1;
-  const float* first_logits_ = nullptr;  // set for the first pick of a suggest that starts from them
-  ContinuationMasks masks_;
+  // The pipeline's parts, in the order a keystroke goes through them.
+  Document doc_;
+  PromptBuilder plan_;
+  Prompt prompt_;
+  Reuse reuse_;
+  Generator generator_;
   std::unique_ptr<Sampler> sampler_;
-  std::string pending_;  // generated bytes not yet a complete UTF-8 character
-  std::vector<int32_t> prompt_, history_;
-  std::string heal_;  // the prompt's healed bytes (the suggestion must start with them)
-  // The chain: the tokens the last greedy generation chose after prompt
-  // chain_start_ (the prompt's length) under healing constraint chain_heal_.
-  // The sequence holds the prompt plus a prefix of the chain; reuse_chain()
-  // takes what the next prompt has not consumed. Empty: nothing reusable.
-  std::vector<int32_t> chain_;
-  size_t chain_start_ = 0;
-  std::string chain_heal_;
+  Generated gen_;
   Suggestion current_;
   bool has_current_ = false;
-  double pending_tokenize_ms_ = 0;
-  double last_step_ms_ = 0;  // the last decode step, the deadline's estimate of the next
+  double pending_tokenize_ms_ = 0;  // the edits' re-tokenizing since the last suggest
 };
 
 }  // namespace laya

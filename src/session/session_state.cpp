@@ -12,18 +12,19 @@ namespace laya {
 
 Session::SavedState Session::saved_state() const {
   SavedState st;
-  st.text = text_;
-  st.cursor_cp = cursor_cp_;
-  st.window_cp = win_cp_;
-  st.window_dirty = win_dirty_;
-  st.tokens = seq_->tokens();
-  if (saved_at_ >= 0) {
-    st.prompt_logits = saved_logits_;
-    st.prompt_logits_at = saved_at_;
+  st.text = doc_.text();
+  st.cursor_cp = doc_.cursor_cp();
+  st.window_cp = plan_.window_cp();
+  st.window_dirty = plan_.dirty();
+  st.tokens = reuse_.sequence().tokens();
+  if (const float* lg = reuse_.saved_logits()) {
+    st.prompt_logits.assign(lg, lg + eng_->n_vocab());
+    st.prompt_logits_at = reuse_.saved_at();
   }
-  st.chain = chain_;
-  st.chain_start = chain_start_;
-  st.chain_heal = chain_heal_;
+  const Chain& chain = reuse_.chain();
+  st.chain = chain.tokens;
+  st.chain_start = chain.start;
+  st.chain_heal = chain.heal;
   return st;
 }
 
@@ -45,7 +46,7 @@ Status Session::restore(const SavedState& st, const std::function<const uint8_t*
                         std::string* kv_note) {
   cancel();
   std::lock_guard<std::mutex> lock(mu_);
-  if (seq_->n_past() > 0 || !text_.empty()) {
+  if (reuse_.sequence().n_past() > 0 || !doc_.text().empty()) {
     return Status(StatusCode::kInvalidArgument, "session restore: the session has been used; restore into a new one");
   }
   size_t n = 0, bad = 0;
@@ -64,34 +65,33 @@ Status Session::restore(const SavedState& st, const std::function<const uint8_t*
     return Status(StatusCode::kInvalidArgument, fmt::format("session restore: {} prompt logits, expected n_vocab = {}",
                                                             st.prompt_logits.size(), eng_->n_vocab()));
   }
-  text_ = st.text;
-  n_cp_ = n;
-  cursor_cp_ = cursor_byte_ = 0;
-  cursor_byte_ = byte_of(st.cursor_cp);
-  cursor_cp_ = st.cursor_cp;
+  {
+    std::lock_guard<std::mutex> pw(prewarm_mu_);
+    LAYA_TRY(doc_.set_text(st.text, "restore"));
+    doc_.apply_move(st.cursor_cp);
+  }
   has_current_ = false;
-  win_dirty_ = true;
+  plan_.invalidate();
   // The same window as before (not one chosen afresh: a window stays where it
   // was until it no longer fits, so a fresh choice may differ and change the prompt).
-  if (!st.window_dirty) LAYA_TRY(set_window(byte_of(st.window_cp)));
+  if (!st.window_dirty) LAYA_TRY(plan_.set_window(doc_, doc_.byte_of(st.window_cp)));
   if (!kv_src || st.tokens.empty()) return Status::Ok();
-  if (Status s = eng_->restore_sequence(*seq_, st.tokens, kv_src); !s.ok()) {
+  if (Status s = reuse_.restore(st.tokens, kv_src); !s.ok()) {
     if (kv_note) *kv_note = s.message();
     return Status::Ok();  // restored from the text: the next suggest recomputes
   }
   const auto at = static_cast<int64_t>(st.tokens.size());
-  if (!st.prompt_logits.empty() && st.prompt_logits_at >= 0 && st.prompt_logits_at <= at) {
-    saved_logits_ = st.prompt_logits;
-    saved_at_ = st.prompt_logits_at;
-  }
+  if (!st.prompt_logits.empty() && st.prompt_logits_at >= 0 && st.prompt_logits_at <= at)
+    reuse_.restore_logits(st.prompt_logits, st.prompt_logits_at);
   // The chain is taken only where the sequence holds its prompt plus a prefix
-  // of it (what reuse_chain() assumes); its sampler was the greedy one.
+  // of it (what Reuse::take_chain() assumes); its sampler was the greedy one.
   const auto cs = static_cast<size_t>(st.chain_start);
   if (!st.chain.empty() && cs <= st.tokens.size() && st.tokens.size() - cs <= st.chain.size() &&
       std::equal(st.tokens.begin() + static_cast<std::ptrdiff_t>(cs), st.tokens.end(), st.chain.begin())) {
-    chain_ = st.chain;
-    chain_start_ = cs;
-    chain_heal_ = st.chain_heal;
+    Chain& chain = reuse_.chain();
+    chain.tokens = st.chain;
+    chain.start = cs;
+    chain.heal = st.chain_heal;
     (void)sampler_for(SamplerParams{});
   }
   return Status::Ok();
@@ -100,8 +100,8 @@ Status Session::restore(const SavedState& st, const std::function<const uint8_t*
 Status Session::release_kv() {
   cancel();
   std::lock_guard<std::mutex> lock(mu_);
-  drop_chain();
-  return truncate_to(0);
+  reuse_.drop_chain();
+  return reuse_.truncate_to(0);
 }
 
 }  // namespace laya

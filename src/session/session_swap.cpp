@@ -8,22 +8,6 @@
 
 namespace laya {
 
-// What the session derives from its model and tokenizer beside the token
-// state: the FIM markers, the masks, the prefix index.
-void Session::init_model_state() {
-  fim_pre_ = fim_suf_ = fim_mid_ = -1;
-  if (opts_.fim != FimOrder::kOff) {
-    const auto f = tok_->fim_tokens();
-    if (f.complete()) {
-      fim_pre_ = f.prefix;
-      fim_suf_ = f.suffix;
-      fim_mid_ = f.middle;
-    }
-  }
-  masks_ = continuation_masks(*tok_, static_cast<int>(eng_->n_vocab()), eng_->hparams().eos_id);
-  if (opts_.heal) (void)tok_->prefix_index();  // built now, not on the first keystroke (the slot built it already)
-}
-
 // Moves the session to another model, keeping its text and cursor. Nothing
 // derived from the old model may survive: its ids mean other tokens in
 // another vocabulary, its K/V are another network's. So the sequence (its
@@ -44,69 +28,51 @@ void Session::rebind_locked(std::shared_ptr<const ModelBundle> next) {
   std::lock_guard<std::mutex> pw(prewarm_mu_);
   // A sequence for the new model: the one a prewarm computed (the newest),
   // else the one this session left on it.
-  std::unique_ptr<Sequence> back;
-  size_t back_win = std::string::npos, back_unchanged = 0;
-  if (prepared_seq_ && prepared_id_ == next->id) {
-    back = std::move(prepared_seq_);
-    back_win = prepared_win_byte_;
-    back_unchanged = prepared_unchanged_;
-  } else if (other_bundle_ && other_bundle_->id == next->id) {
-    back = std::move(other_seq_);
-    back_win = other_win_byte_;
-    back_unchanged = other_unchanged_;
+  ParkedSequence back;
+  if (prepared_.seq && prepared_.id == next->id) {
+    back = std::move(prepared_);
+  } else if (other_.bundle && other_.bundle->id == next->id) {
+    back = std::move(other_);
   }
-  prepared_seq_.reset();
-  prepared_id_ = 0;
+  prepared_.clear();
   // The window to start from: the one the resumed sequence was built on while
   // the text before it is as it was (its offset still means the same place),
   // else the current one. update_window then checks it against the new
   // model's room and token count, as after any edit; a window kept across the
   // swap is what lets the resumed (or adopted) prompt match.
-  size_t win = win_byte_;
-  bool dirty = win_dirty_;
-  if (back && back_win <= back_unchanged && back_win <= cursor_byte_) {
-    win = back_win;
+  size_t win = plan_.window_byte();
+  bool dirty = plan_.dirty();
+  if (back.seq && back.win_byte <= back.unchanged && back.win_byte <= doc_.cursor_byte()) {
+    win = back.win_byte;
     dirty = false;
   }
-  other_seq_.reset();
-  other_bundle_.reset();
-  other_win_byte_ = std::string::npos;
+  other_.clear();
+  std::unique_ptr<Sequence> old_seq = reuse_.take_sequence();
   if (slot_->keeps(bundle_->id)) {
-    other_seq_ = std::move(seq_);
-    other_bundle_ = bundle_;
-    if (!win_dirty_) other_win_byte_ = win_byte_;
+    other_.seq = std::move(old_seq);
+    other_.bundle = bundle_;
+    if (!plan_.dirty()) other_.win_byte = plan_.window_byte();
   }
-  other_unchanged_ = std::string::npos;
-  seq_.reset();  // its blocks go back to the old pool while that pool surely exists
+  old_seq.reset();  // its blocks go back to the old pool while that pool surely exists
   eng_ = next->engine.get();
   tok_ = next->tokenizer.get();
   bundle_ = std::move(next);
-  prefix_tok_ = tok::EditTokenizer(*tok_, /*parse_special=*/false);
-  suffix_tok_ = tok::EditTokenizer(*tok_, /*parse_special=*/false);
-  init_model_state();
-  seq_ = back ? std::move(back) : eng_->new_sequence();
-  win_dirty_ = dirty || !set_window(win).ok();  // set_window tokenizes it with the new tokenizer
-  suffix_text_.clear();
-  suffix_ids_.clear();
-  suffix_valid_ = false;
-  logits_at_ = saved_at_ = -1;
-  saved_logits_.clear();
-  first_logits_ = nullptr;
+  reuse_.rebind(*eng_, *tok_, std::move(back.seq));
+  generator_ = Generator(tok_, static_cast<int>(eng_->n_vocab()),
+                         continuation_masks(*tok_, static_cast<int>(eng_->n_vocab()), eng_->hparams().eos_id));
+  if (opts_.heal) (void)tok_->prefix_index();
+  plan_.rebind(*tok_);
+  if (!dirty && !plan_.set_window(doc_, win).ok()) plan_.invalidate();  // tokenized with the new tokenizer
   sampler_.reset();
-  pending_.clear();
-  prompt_.clear();
-  history_.clear();
-  heal_.clear();
-  drop_chain();
+  prompt_.ids.clear();
+  prompt_.heal.clear();
   has_current_ = false;
-  last_step_ms_ = 0;
-  rebound_ = true;
 }
 
 // On the swapping thread, before the switch (ModelSlot::prewarm): this
 // session's prompt for its current text, computed on `next` by a private
 // session, is handed over for the rebind; the keystroke after the swap then
-// computes only what changed since the copy (prefill_prompt's common prefix),
+// computes only what changed since the copy (the prefill's common prefix),
 // not the whole prompt. The session's lock is not taken (a suggest may be
 // running): the text is copied under prewarm_mu_. Any failure just leaves
 // nothing prepared (the rebind then starts cold).
@@ -116,25 +82,23 @@ void Session::prewarm_for(const std::shared_ptr<const ModelBundle>& next) {
   {
     std::lock_guard<std::mutex> pw(prewarm_mu_);
     if (!bundle_ || bundle_->id == next->id) return;
-    text = text_;
-    cursor = cursor_cp_;
-    prepared_seq_.reset();
-    prepared_id_ = 0;
-    prepared_unchanged_ = std::string::npos;  // edits from here on lower it
+    text = doc_.text();
+    cursor = doc_.cursor_cp();
+    prepared_.clear();
+    prepared_.unchanged = std::string::npos;  // edits from here on lower it
   }
   Session tmp(*next->engine, *next->tokenizer, opts_);
   if (!tmp.set_text(text).ok() || !tmp.move(cursor).ok()) return;
-  tmp.rebound_ = true;  // adopt what the new model's pool holds (a swap back)
-  tmp.cancel_.store(false);  // set_text and move cancel (what a suggest would clear)
+  tmp.reuse_.adopt_cached_next();  // adopt what the new model's pool holds (a swap back)
+  tmp.cancel_.store(false);        // set_text and move cancel (what a suggest would clear)
   Suggestion s;
-  if (!tmp.update_window(last_max_tokens_.load(std::memory_order_relaxed), s).ok()) return;
-  if (tmp.fim_mid_ >= 0 && !tmp.build_suffix().ok()) return;
-  tmp.build_prompt();
-  if (tmp.prompt_.empty() || !tmp.prefill_prompt(s).ok() || s.cancelled) return;
+  if (!tmp.plan_prompt(last_max_tokens_.load(std::memory_order_relaxed), s).ok()) return;
+  PrefillReport r;
+  if (tmp.prompt_.ids.empty() || !tmp.reuse_.prefill(tmp.prompt_.ids, tmp.cancel_, &r).ok() || r.cancelled) return;
   std::lock_guard<std::mutex> pw(prewarm_mu_);
-  prepared_seq_ = std::move(tmp.seq_);
-  prepared_id_ = next->id;
-  prepared_win_byte_ = tmp.win_byte_;
+  prepared_.seq = tmp.reuse_.take_sequence();
+  prepared_.id = next->id;
+  prepared_.win_byte = tmp.plan_.window_byte();
 }
 
 }  // namespace laya

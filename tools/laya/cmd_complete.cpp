@@ -10,6 +10,7 @@
 #include "cli_util.h"
 #include "engine/engine.h"
 #include "sampling/sampler.h"
+#include "session/generator.h"
 #include "tokenizer/tokenizer.h"
 
 namespace laya::cli {
@@ -87,54 +88,42 @@ int cmd_complete(int argc, char** argv) {
   Engine& eng = **e;
   auto seq = eng.new_sequence();
   warn("complete", eng.memory_lock_note());
-  Sampler sampler(sp, static_cast<int>(eng.n_vocab()));
+  // Control tokens other than end-of-generation (fill-in-the-middle markers,
+  // BOS, ...) are never part of a continuation: the sampler masks them out.
+  const int32_t eos_id = model->hparams().eos_id;
+  const int n_vocab = static_cast<int>(eng.n_vocab());
+  ContinuationMasks masks{TokenMask(n_vocab), TokenMask(n_vocab)};
+  if (tk) {
+    masks = continuation_masks(*tk, n_vocab, eos_id);
+  } else if (eos_id >= 0 && eos_id < n_vocab) {
+    masks.eog.add(eos_id);
+  }
+  Sampler sampler(sp, n_vocab);
+  sampler.set_mask(masks.control);
+  Generator gen(ids_out ? nullptr : tk.get(), n_vocab, masks);
+  GenerateOptions g;
+  g.max_tokens = n_predict;
+  g.never_empty = true;  // an empty continuation is no suggestion: the first token is never the end
+  const StopStream::Sink print{[](void*, std::string_view text) {
+                                 std::fwrite(text.data(), 1, text.size(), stdout);
+                                 std::fflush(stdout);
+                                 return true;
+                               },
+                               nullptr};
   using clock = std::chrono::steady_clock;
   auto t0 = clock::now();
   if (Status st = eng.prefill(*seq, ids, 0); !st.ok()) return report_error("complete", st);
   auto t1 = clock::now();
-  std::vector<int32_t> history = ids;
-  history.reserve(ids.size() + static_cast<size_t>(n_predict));
-  std::unique_ptr<tok::StreamingDetokenizer> detok;
-  if (tk) {
-    tok::DecodeOptions dopt;
-    dopt.skip_special = true;
-    dopt.strip_leading_space = false;  // a continuation keeps its leading space
-    detok = std::make_unique<tok::StreamingDetokenizer>(*tk, dopt);
+  PlainSequence target(eng, *seq);
+  Generated out;
+  if (Status st = gen.run(target, ids, sampler, g, print, &out); !st.ok()) return report_error("complete", st);
+  if (ids_out || !tk) {
+    for (size_t i = 0; i < out.tokens.size(); ++i) std::printf(i ? ",%d" : "%d", out.tokens[i]);
+  } else {
+    std::fwrite(out.tail.data(), 1, out.tail.size(), stdout);  // an incomplete character at the end, as it is
   }
-  // Control tokens other than end-of-generation (fill-in-the-middle markers,
-  // BOS, ...) are never part of a continuation: the sampler masks them out.
-  const int32_t eos_id = model->hparams().eos_id;
-  ContinuationMasks masks;
-  if (tk) {
-    masks = continuation_masks(*tk, static_cast<int>(eng.n_vocab()), eos_id);
-    sampler.set_mask(masks.control);
-  }
-  int generated = 0;
-  bool at_context = false;
-  for (int i = 0; i < n_predict; ++i) {
-    // An empty continuation is no suggestion: the first token is never the end.
-    const int32_t next = sampler.sample(seq->logits(), history, i == 0 ? &masks.eog : nullptr);
-    if (next == eos_id || masks.eog.contains(next)) break;
-    history.push_back(next);
-    ++generated;
-    if (ids_out || !detok) {
-      std::printf(i ? ",%d" : "%d", next);
-    } else {
-      std::string s = detok->push(next);
-      std::fwrite(s.data(), 1, s.size(), stdout);
-    }
-    std::fflush(stdout);
-    if (i + 1 < n_predict && seq->n_past() < seq->n_ctx()) {
-      if (Status st = eng.decode(*seq, next); !st.ok()) return report_error("complete", st);
-    } else if (seq->n_past() >= seq->n_ctx()) {
-      at_context = i + 1 < n_predict;
-      break;
-    }
-  }
-  if (detok && !ids_out) {
-    std::string s = detok->finish();
-    std::fwrite(s.data(), 1, s.size(), stdout);
-  }
+  const auto generated = static_cast<int>(out.tokens.size());
+  const bool at_context = out.stop == StopReason::kContext;
   std::printf("\n");
   std::fflush(stdout);  // the text before the timing line on a shared terminal
   if (at_context)
@@ -143,9 +132,9 @@ int cmd_complete(int argc, char** argv) {
   auto t2 = clock::now();
   if (show_stats) {
     const double pre = std::chrono::duration<double>(t1 - t0).count();
-    const double gen = std::chrono::duration<double>(t2 - t1).count();
+    const double gen_s = std::chrono::duration<double>(t2 - t1).count();
     std::fprintf(stderr, "prompt: %zu tokens in %.1f ms (%.1f tok/s); generated %d tokens in %.1f ms (%.1f tok/s)\n",
-                 ids.size(), pre * 1e3, ids.size() / pre, generated, gen * 1e3, generated / gen);
+                 ids.size(), pre * 1e3, ids.size() / pre, generated, gen_s * 1e3, generated / gen_s);
   }
   return 0;
 }

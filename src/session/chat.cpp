@@ -1,11 +1,11 @@
-#include "server/chat.h"
+#include "session/chat.h"
 
 #include <fmt/format.h>
 
-#include "core/utf8.h"
-#include "server/requests.h"
+#include "format/gguf.h"
+#include "session/generator.h"
 
-namespace laya::server {
+namespace laya {
 
 const char* to_string(ChatTemplate t) {
   switch (t) {
@@ -21,6 +21,15 @@ ChatTemplate detect_chat_template(std::string_view tmpl) {
   if (tmpl.find("<|im_start|>") != std::string_view::npos) return ChatTemplate::kChatMl;
   if (tmpl.find("<|start_header_id|>") != std::string_view::npos) return ChatTemplate::kLlama3;
   return ChatTemplate::kUnknown;
+}
+
+ChatTemplate chat_template_of(const ModelBundle& b, std::string* text) {
+  std::string tmpl;
+  if (const gguf::File* g = b.model->gguf_file())
+    if (auto ct = g->get_string("tokenizer.chat_template"); ct.ok()) tmpl = *ct;
+  const ChatTemplate t = detect_chat_template(tmpl);
+  if (text) *text = std::move(tmpl);
+  return t;
 }
 
 namespace {
@@ -77,69 +86,44 @@ Result<std::vector<int32_t>> chat_prompt(ChatTemplate t, const tok::Tokenizer& t
   return ids;
 }
 
-Result<ChatResult> run_chat(Engine& eng, const tok::Tokenizer& tok, ChatTemplate t, const ChatRequest& req,
-                            const std::function<bool(std::string_view)>& on_text) {
-  LAYA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, chat_prompt(t, tok, req.messages));
+Result<ChatResult> run_chat(const ModelBundle& b, ChatTemplate t, const std::vector<ChatMessage>& messages,
+                            const ChatParams& p, const std::function<bool(std::string_view)>& on_text) {
+  Engine& eng = *b.engine;
+  const tok::Tokenizer& tok = *b.tokenizer;
+  LAYA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, chat_prompt(t, tok, messages));
   const int64_t n_ctx = eng.options().n_ctx;
   if (static_cast<int64_t>(ids.size()) >= n_ctx)
     return Status(StatusCode::kInvalidArgument, fmt::format("request: the messages are {} tokens, the context holds {}",
                                                             ids.size(), n_ctx));
-  LAYA_TRY(Sampler::validate(req.sampling, static_cast<int>(eng.n_vocab())));
-  const int64_t max_new = std::min<int64_t>(req.max_tokens, n_ctx - static_cast<int64_t>(ids.size()));
-  const int32_t end_turn = t == ChatTemplate::kChatMl ? tok.find_token("<|im_end|>").value_or(-1)
-                                                      : tok.find_token("<|eot_id|>").value_or(-1);
+  LAYA_TRY(Sampler::validate(p.sampling, static_cast<int>(eng.n_vocab())));
   std::unique_ptr<Sequence> seq = eng.new_sequence();
   // Full blocks of an identical prompt head (a system prompt) come from the pool's cache.
   const int64_t reused = std::min<int64_t>(eng.reuse_cached_prefix(*seq, ids), static_cast<int64_t>(ids.size()) - 1);
   LAYA_TRY(eng.prefill(*seq, std::span<const int32_t>(ids).subspan(static_cast<size_t>(reused)), reused));
+  PlainSequence target(eng, *seq);
+  const int n_vocab = static_cast<int>(eng.n_vocab());
+  Generator gen(&tok, n_vocab, continuation_masks(tok, n_vocab, eng.hparams().eos_id));
+  Sampler smp(p.sampling, n_vocab);
+  smp.set_mask(gen.masks().control);  // a role marker is never part of the answer
+  GenerateOptions g;
+  g.max_tokens = std::min<int64_t>(p.max_tokens, n_ctx - static_cast<int64_t>(ids.size()));
+  g.end_token = t == ChatTemplate::kChatMl ? tok.find_token("<|im_end|>").value_or(-1)
+                                           : tok.find_token("<|eot_id|>").value_or(-1);
+  g.stop = &p.stop;
+  const StopStream::Sink sink{[](void* f, std::string_view text) {
+                                const auto& fn = *static_cast<const std::function<bool(std::string_view)>*>(f);
+                                return !fn || fn(text);
+                              },
+                              const_cast<std::function<bool(std::string_view)>*>(&on_text)};
+  Generated out;
+  LAYA_TRY(gen.run(target, ids, smp, g, sink, &out));
   ChatResult r;
   r.prompt_tokens = static_cast<int64_t>(ids.size());
   r.reused_tokens = reused;
-  Sampler smp(req.sampling, static_cast<int>(eng.n_vocab()));
-  size_t hold = 0;
-  for (const std::string& s : req.stop) hold = std::max(hold, s.empty() ? 0 : s.size() - 1);
-  std::string acc;
-  size_t emitted = 0;
-  bool stopped = false;
-  auto flush_to = [&](size_t end) {
-    const size_t tail = utf8::incomplete_tail(std::string_view(acc).substr(0, end));  // never cut a character
-    end = end > emitted + tail ? end - tail : emitted;
-    if (end <= emitted) return true;
-    const bool ok = !on_text || on_text(std::string_view(acc).substr(emitted, end - emitted));
-    emitted = end;
-    return ok;
-  };
-  std::vector<int32_t> history = ids;
-  r.finish_reason = "length";
-  for (int64_t i = 0; i < max_new && !stopped; ++i) {
-    const int32_t next = smp.sample(seq->logits(), history);
-    if (next == end_turn || tok.is_eog(next)) {
-      r.finish_reason = "stop";
-      break;
-    }
-    history.push_back(next);
-    ++r.completion_tokens;
-    acc += tok.token_bytes(next);
-    std::string cut = acc;
-    if (apply_stops(&cut, req.stop, 0)) {
-      acc.resize(cut.size());
-      r.finish_reason = "stop";
-      stopped = true;
-      flush_to(acc.size());
-      break;
-    }
-    if (!flush_to(acc.size() > hold ? acc.size() - hold : 0)) {
-      stopped = true;  // the client went away
-      break;
-    }
-    if (i + 1 < max_new) LAYA_TRY(eng.decode(*seq, next));
-  }
-  // An incomplete character at the end (the last token cut it) is left out.
-  const size_t tail = utf8::incomplete_tail(acc);
-  acc.erase(acc.end() - static_cast<std::ptrdiff_t>(std::min(tail, acc.size())), acc.end());
-  if (!stopped) flush_to(acc.size());
-  r.text = std::move(acc);
+  r.completion_tokens = static_cast<int64_t>(out.tokens.size());
+  r.finish_reason = out.stop == StopReason::kEnd || out.stop == StopReason::kStopString ? "stop" : "length";
+  r.text = std::move(out.text);
   return r;
 }
 
-}  // namespace laya::server
+}  // namespace laya
