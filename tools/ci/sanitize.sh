@@ -11,7 +11,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build-asan}"
-FILTER="${FILTER:-Gguf*:Safetensors*:Tokenizer*:ModelMetadata*:HfMetadata*:KvBlockPool*:EngineKv*:KernelAttention*:Session*:SuggestScheduler*:CApi*:ThreadLimits*:ThreadPool*:CliParse*:JsonAccessor*:TraceParse*:-SessionIncremental.FixtureTracesEqualFromScratch:SessionIncremental.SyntheticTypingEqualsFromScratchWithEveryOption}"
+FILTER="${FILTER:-Gguf*:Safetensors*:Tokenizer*:ModelMetadata*:HfMetadata*:KvBlockPool*:EngineKv*:KernelAttention*:Session*:SuggestScheduler*:CApi*:ThreadLimits*:ThreadPool*:Document*:PromptPlan*:Reuse*:Generator*:StopStream*:CliParse*:JsonAccessor*:TraceParse*:-SessionIncremental.FixtureTracesEqualFromScratch:SessionIncremental.SyntheticTypingEqualsFromScratchWithEveryOption}"
 JOBS="${JOBS:-$(nproc)}"
 
 # -O1 -g1: line tables are all a sanitizer report needs, and this build's

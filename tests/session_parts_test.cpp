@@ -1,0 +1,404 @@
+// The keystroke pipeline's parts, each alone: Document offsets, the prompt
+// plan's pure functions, Reuse's decisions and the Generator's stop rules.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "session/document.h"
+#include "session/generator.h"
+#include "session/prompt_plan.h"
+#include "session/reuse.h"
+#include "session/stop_strings.h"
+#include "test_util.h"
+
+namespace laya {
+namespace {
+
+using test::expect_status;
+
+struct ModelEnv {
+  std::shared_ptr<const Model> model;
+  std::unique_ptr<tok::Tokenizer> tok;
+  std::unique_ptr<Engine> eng;
+};
+
+ModelEnv* model_env() {
+  static ModelEnv* e = [] {
+    auto* r = new ModelEnv;
+    auto m = Model::load(LAYA_SOURCE_DIR "/models/laya-default-q8_0.gguf");
+    if (!m.ok()) return r;
+    r->model = std::move(m).value();
+    auto t = tok::Tokenizer::from_gguf(*r->model->gguf_file());
+    if (!t.ok()) return r;
+    r->tok = std::move(t).value();
+    EngineOptions eo;
+    eo.n_threads = 1;
+    eo.n_ctx = 256;
+    auto en = Engine::create(r->model, eo);
+    if (en.ok()) r->eng = std::move(en).value();
+    return r;
+  }();
+  return e;
+}
+
+// The first token of `s` (no BOS).
+int32_t first_id(const tok::Tokenizer& tok, std::string_view s) {
+  std::vector<int32_t> ids;
+  EXPECT_TRUE(tok.encode_append(s, false, &ids).ok());
+  return ids.empty() ? -1 : ids.front();
+}
+
+// ---- Document ----------------------------------------------------------------------
+
+TEST(Document, CodePointsBytesAndUtf16) {
+  Document d;
+  // a (1 byte), é (2), 世 (3), 😀 (4 bytes, a UTF-16 surrogate pair), b
+  ASSERT_TRUE(d.set_text("a\xC3\xA9\xE4\xB8\x96\xF0\x9F\x98\x80" "b").ok());
+  EXPECT_EQ(d.size_cp(), 5u);
+  EXPECT_EQ(d.cursor_cp(), 5u);
+  EXPECT_EQ(d.cursor_byte(), 11u);
+  const size_t bytes[] = {0, 1, 3, 6, 10, 11};
+  for (size_t cp = 0; cp <= 5; ++cp) EXPECT_EQ(d.byte_of(cp), bytes[cp]) << cp;
+  EXPECT_EQ(d.count_cp(1, 10), 3u);
+  EXPECT_EQ(d.utf16_units(0, 11), 6u);  // the emoji counts 2
+  EXPECT_EQ(d.utf16_units(6, 10), 2u);
+  EXPECT_EQ(d.cp_of_utf16(0, 3), 3u);   // a, é, 世: one unit each
+  EXPECT_EQ(d.cp_of_utf16(0, 4), 3u);   // inside the pair: the start of its character
+  EXPECT_EQ(d.cp_of_utf16(0, 5), 4u);   // the pair complete
+  EXPECT_EQ(d.cp_of_utf16(3, 1), 3u);   // inside the pair: the start of its character
+  EXPECT_EQ(d.cp_of_utf16(3, 2), 4u);
+  EXPECT_EQ(d.cp_of_utf16(0, 99), 5u);  // past the end: the end
+}
+
+TEST(Document, EditsReportWhatChangedAndRefuseBadInput) {
+  Document d;
+  ASSERT_TRUE(d.set_text("hello world").ok());
+  size_t n = 0;
+  ASSERT_TRUE(d.check_edit(6, 5, "\xE4\xB8\x96", &n).ok());
+  EXPECT_EQ(n, 1u);
+  const Document::Change c = d.apply_edit(6, 5, "\xE4\xB8\x96", n);
+  EXPECT_EQ(d.text(), "hello \xE4\xB8\x96");
+  EXPECT_EQ(c.begin, 6u);
+  EXPECT_EQ(c.end, 11u);
+  EXPECT_EQ(c.inserted, 3u);
+  EXPECT_EQ(c.old_cursor, 11u);
+  EXPECT_EQ(d.cursor_cp(), 7u);
+  EXPECT_EQ(d.cursor_byte(), 9u);
+  expect_status(d.check_edit(8, 0, "x", &n), StatusCode::kOutOfRange, {"code point 8", "7 code points"});
+  expect_status(d.check_edit(6, 2, "x", &n), StatusCode::kOutOfRange, {"deleting 2"});
+  expect_status(d.check_edit(0, 0, "\xFF", &n), StatusCode::kInvalidArgument, {"not valid UTF-8"});
+  expect_status(d.check_move(8), StatusCode::kOutOfRange, {"move to code point 8"});
+  expect_status(d.set_text("ok\xC3"), StatusCode::kInvalidArgument, {"set_text", "byte 2"});
+  EXPECT_EQ(d.text(), "hello \xE4\xB8\x96");  // a refused text changes nothing
+  d.apply_move(2);
+  EXPECT_EQ(d.cursor_byte(), 2u);
+}
+
+// ---- PromptPlan --------------------------------------------------------------------
+
+TEST(PromptPlan, AssemblesPlainPsmAndSpmPromptsWithHealing) {
+  ModelEnv* e = model_env();
+  if (!e->tok) GTEST_SKIP() << "models/laya-default-q8_0.gguf did not load";
+  const tok::Tokenizer& tok = *e->tok;
+  PromptTraits tr;
+  tr.bos = 1;
+  tr.fim_pre = 10, tr.fim_suf = 11, tr.fim_mid = 12;
+  SessionOptions opt;
+  const std::vector<int32_t> window = {100, 101, 102};
+  const std::vector<int32_t> suffix = {200, 201};
+  Prompt p;
+  // Healing takes back the last token (one piece of one token).
+  assemble_prompt(tr, opt, tok, window, 1, {}, &p);
+  EXPECT_EQ(p.ids, (std::vector<int32_t>{1, 100, 101}));
+  EXPECT_EQ(p.heal, tok.token_bytes(102));
+  EXPECT_FALSE(p.fim);
+  assemble_prompt(tr, opt, tok, window, 1, suffix, &p);
+  EXPECT_EQ(p.ids, (std::vector<int32_t>{1, 10, 100, 101, 11, 200, 201, 12}));
+  EXPECT_TRUE(p.fim);
+  opt.fim = FimOrder::kSpm;
+  assemble_prompt(tr, opt, tok, window, 1, suffix, &p);
+  EXPECT_EQ(p.ids, (std::vector<int32_t>{1, 11, 200, 201, 10, 100, 101, 12}));
+  opt.heal = false;
+  assemble_prompt(tr, opt, tok, window, 1, {}, &p);
+  EXPECT_EQ(p.ids, (std::vector<int32_t>{1, 100, 101, 102}));
+  EXPECT_TRUE(p.heal.empty());
+  // No BOS, no suffix, one token: it is kept (something to start from), not healed.
+  opt.heal = true;
+  tr.bos = -1;
+  assemble_prompt(tr, opt, tok, std::vector<int32_t>{100}, 1, {}, &p);
+  EXPECT_EQ(p.ids, (std::vector<int32_t>{100}));
+  EXPECT_TRUE(p.heal.empty());
+}
+
+TEST(PromptPlan, RoomSuffixLinesAndWindowStart) {
+  ModelEnv* e = model_env();
+  if (!e->tok) GTEST_SKIP() << "models/laya-default-q8_0.gguf did not load";
+  PromptTraits tr;
+  tr.bos = 1;
+  SessionOptions opt;
+  EXPECT_EQ(window_room(tr, opt, 256, 8), 256 - 8 - 1);
+  tr.fim_pre = 10, tr.fim_suf = 11, tr.fim_mid = 12;
+  EXPECT_EQ(window_room(tr, opt, 256, 8), 256 - 8 - 1 - 3 - opt.fim_suffix_tokens);
+  opt.context_tokens = 100;
+  EXPECT_EQ(window_room(tr, opt, 256, 8), 100 - 8 - 1 - 3 - opt.fim_suffix_tokens);
+
+  const std::string text = "ab|cd\nl2\nl3\nl4\nl5\nl6\n";
+  SessionOptions so;
+  EXPECT_EQ(suffix_lines(text, 2, so), "|cd\nl2\nl3\nl4\n");  // 4 lines from the cursor's own
+  so.fim_suffix_lines = 1;
+  EXPECT_EQ(suffix_lines(text, 2, so), "|cd\n");
+  so.fim_suffix_tokens = 1;  // 8 bytes per token of the bound
+  so.fim_suffix_lines = 9;
+  EXPECT_EQ(suffix_lines(text, 2, so), "|cd\nl2\nl");
+
+  // The whole text fits: the window starts at 0. It does not: a line start
+  // whose text holds at most half the room, deterministic.
+  std::string longtext;
+  for (int i = 0; i < 60; ++i) longtext += "line number " + std::to_string(i) + " of the text\n";
+  const tok::Tokenizer& tok = *e->tok;
+  EXPECT_EQ(choose_window_start(tok, longtext, 40, 1000), 0u);
+  const size_t s = choose_window_start(tok, longtext, longtext.size(), 64);
+  ASSERT_GT(s, 0u);
+  EXPECT_EQ(longtext[s - 1], '\n');
+  std::vector<int32_t> ids;
+  ASSERT_TRUE(tok.encode_append(std::string_view(longtext).substr(s), false, &ids).ok());
+  EXPECT_LE(ids.size(), 32u);
+  EXPECT_GE(ids.size(), 16u);
+  EXPECT_EQ(choose_window_start(tok, longtext, longtext.size(), 64), s);
+}
+
+// ---- Reuse -------------------------------------------------------------------------
+
+TEST(Reuse, TypingThroughTheChainComputesNothingAndADifferentPromptDoes) {
+  ModelEnv* e = model_env();
+  if (!e->eng) GTEST_SKIP() << "models/laya-default-q8_0.gguf did not load";
+  const tok::Tokenizer& tok = *e->tok;
+  const ContinuationMasks masks = continuation_masks(tok, static_cast<int>(e->eng->n_vocab()), e->eng->hparams().eos_id);
+  Reuse r(*e->eng, tok);
+  Prompt p;
+  ASSERT_TRUE(tok.encode_append("def fibonacci(n):\n    return", false, &p.ids).ok());
+  std::atomic<bool> cancel{false};
+  PrefillReport rep;
+  ASSERT_TRUE(r.prefill(p.ids, cancel, &rep).ok());
+  EXPECT_EQ(rep.computed, static_cast<int64_t>(p.ids.size()));
+  // The same prompt again: its logits are current, nothing is computed.
+  PrefillReport again;
+  ASSERT_TRUE(r.prefill(p.ids, cancel, &again).ok());
+  EXPECT_EQ(again.computed, 0);
+  // A chain of 4 tokens after it (as a greedy generation leaves it), fed 2 deep.
+  Chain& c = r.chain();
+  c.start = p.ids.size();
+  c.tokens = {first_id(tok, " fib"), first_id(tok, "("), first_id(tok, "n"),
+              first_id(tok, ")")};
+  ASSERT_TRUE(r.feed(static_cast<int64_t>(p.ids.size()) + 1, c.tokens[0]).ok());
+  ASSERT_TRUE(r.feed(static_cast<int64_t>(p.ids.size()) + 2, c.tokens[1]).ok());
+  // Not greedy: never taken.
+  Prompt typed = p;
+  typed.ids.push_back(c.tokens[0]);
+  EXPECT_EQ(r.take_chain(typed, 8, /*greedy=*/false, masks), 0u);
+  // The user typed the first chain token: the other three are the suggestion's start.
+  EXPECT_EQ(r.take_chain(typed, 8, true, masks), 3u);
+  EXPECT_EQ(r.chain().start, typed.ids.size());
+  EXPECT_EQ(r.chain().tokens.size(), 3u);
+  // At most max_tokens of them.
+  Prompt typed2 = typed;
+  typed2.ids.push_back(r.chain().tokens[0]);
+  EXPECT_EQ(r.take_chain(typed2, 1, true, masks), 1u);
+  // A prompt that left the chain: nothing from it; the prefill keeps the common prefix.
+  Prompt other = p;
+  other.ids.back() = first_id(tok, " yield");
+  EXPECT_EQ(r.take_chain(other, 8, true, masks), 0u);
+  PrefillReport rep2;
+  ASSERT_TRUE(r.prefill(other.ids, cancel, &rep2).ok());
+  EXPECT_EQ(rep2.reused, static_cast<int64_t>(p.ids.size()) - 1);
+  EXPECT_EQ(rep2.computed, 1);
+}
+
+// ---- Generator ---------------------------------------------------------------------
+
+// A model whose logits say "token script[i] next" at position base + i.
+class ScriptedTarget final : public DecodeTarget {
+ public:
+  ScriptedTarget(int n_vocab, int64_t base, std::vector<int32_t> script, int64_t n_ctx = 1 << 20)
+      : n_vocab_(n_vocab), base_(base), script_(std::move(script)), n_ctx_(n_ctx), logits_(n_vocab) {
+    set(base_);
+  }
+  const float* first_logits() override { return logits_.data(); }
+  const float* logits_at(int64_t at) override { return at == at_ ? logits_.data() : nullptr; }
+  Status feed(int64_t at, int32_t) override {
+    ++fed;
+    set(at);
+    return Status::Ok();
+  }
+  int64_t n_ctx() const override { return n_ctx_; }
+  int fed = 0;
+
+ private:
+  void set(int64_t at) {
+    at_ = at;
+    std::fill(logits_.begin(), logits_.end(), 0.0f);
+    const auto i = static_cast<size_t>(at - base_);
+    if (i < script_.size()) logits_[static_cast<size_t>(script_[i])] = 10.0f;
+  }
+  int n_vocab_;
+  int64_t base_, at_ = -1;
+  std::vector<int32_t> script_;
+  int64_t n_ctx_;
+  std::vector<float> logits_;
+};
+
+std::string collect_run(Generator& g, ScriptedTarget& t, const GenerateOptions& o, Generated* out, int n_vocab,
+                        const ContinuationMasks& masks) {
+  Sampler smp(SamplerParams{}, n_vocab);
+  smp.set_mask(masks.control);
+  std::string streamed;
+  const std::vector<int32_t> prompt = {1, 2, 3};
+  const StopStream::Sink sink{[](void* p, std::string_view s) {
+                                static_cast<std::string*>(p)->append(s);
+                                return true;
+                              },
+                              &streamed};
+  EXPECT_TRUE(g.run(t, prompt, smp, o, sink, out).ok());
+  return streamed;
+}
+
+TEST(Generator, StopRules) {
+  ModelEnv* e = model_env();
+  if (!e->tok) GTEST_SKIP() << "models/laya-default-q8_0.gguf did not load";
+  const tok::Tokenizer& tok = *e->tok;
+  const int nv = tok.n_vocab();
+  const ContinuationMasks masks = continuation_masks(tok, nv, e->model->hparams().eos_id);
+  ASSERT_GT(masks.eog.ids().size(), 0u);
+  const int32_t eog = masks.eog.ids().front();
+  const int32_t a = first_id(tok, "a"), b = first_id(tok, "b");
+  const int32_t nl = first_id(tok, "\n");
+  Generator g(&tok, nv, masks);
+  Generated out;
+
+  {  // max_tokens: 3 tokens, 2 forward passes (the first token's logits come with the prompt)
+    ScriptedTarget t(nv, 3, {a, b, a, b, a});
+    GenerateOptions o;
+    o.max_tokens = 3;
+    EXPECT_EQ(collect_run(g, t, o, &out, nv, masks), "aba");
+    EXPECT_EQ(out.stop, StopReason::kLength);
+    EXPECT_EQ(t.fed, 2);
+    EXPECT_EQ(out.decode_ms.size(), 2u);
+  }
+  {  // end of generation: not part of the output, but chosen
+    ScriptedTarget t(nv, 3, {a, eog, b});
+    GenerateOptions o;
+    EXPECT_EQ(collect_run(g, t, o, &out, nv, masks), "a");
+    EXPECT_EQ(out.stop, StopReason::kEnd);
+    EXPECT_EQ(out.tokens, std::vector<int32_t>{a});
+    EXPECT_EQ(out.chosen, (std::vector<int32_t>{a, eog}));
+  }
+  {  // never_empty: the first token is not end of generation
+    ScriptedTarget t(nv, 3, {eog, a});
+    GenerateOptions o;
+    o.never_empty = true;
+    o.max_tokens = 1;
+    collect_run(g, t, o, &out, nv, masks);
+    ASSERT_EQ(out.tokens.size(), 1u);
+    EXPECT_FALSE(masks.eog.contains(out.tokens[0]));
+  }
+  {  // the caller's end token
+    ScriptedTarget t(nv, 3, {a, b});
+    GenerateOptions o;
+    o.end_token = b;
+    EXPECT_EQ(collect_run(g, t, o, &out, nv, masks), "a");
+    EXPECT_EQ(out.stop, StopReason::kEnd);
+  }
+  {  // single_line: cut at the newline, the token holding it left out
+    ScriptedTarget t(nv, 3, {a, nl, b});
+    GenerateOptions o;
+    o.single_line = true;
+    EXPECT_EQ(collect_run(g, t, o, &out, nv, masks), "a");
+    EXPECT_EQ(out.stop, StopReason::kLineEnd);
+    EXPECT_EQ(out.tokens, std::vector<int32_t>{a});
+  }
+  {  // a stop string: the text ends before it, nothing of it streamed
+    ScriptedTarget t(nv, 3, {a, b, a, a});
+    GenerateOptions o;
+    const std::vector<std::string> stop = {"ba"};
+    o.stop = &stop;
+    EXPECT_EQ(collect_run(g, t, o, &out, nv, masks), "a");
+    EXPECT_EQ(out.text, "a");
+    EXPECT_EQ(out.stop, StopReason::kStopString);
+  }
+  {  // a stop string that never comes: the held-back tail is passed on at the end
+    ScriptedTarget t(nv, 3, {a, b});
+    GenerateOptions o;
+    o.max_tokens = 2;
+    const std::vector<std::string> stop = {"bx"};
+    o.stop = &stop;
+    EXPECT_EQ(collect_run(g, t, o, &out, nv, masks), "ab");
+  }
+  {  // cancel: before the next forward pass
+    ScriptedTarget t(nv, 3, {a, b, a});
+    std::atomic<bool> cancel{true};
+    GenerateOptions o;
+    o.cancel = &cancel;
+    EXPECT_EQ(collect_run(g, t, o, &out, nv, masks), "a");
+    EXPECT_EQ(out.stop, StopReason::kCancelled);
+    EXPECT_EQ(t.fed, 0);
+  }
+  {  // deadline passed: the first token (from the prompt's logits) only
+    ScriptedTarget t(nv, 3, {a, b});
+    GenerateOptions o;
+    o.deadline = std::chrono::steady_clock::now() - std::chrono::milliseconds(1);
+    EXPECT_EQ(collect_run(g, t, o, &out, nv, masks), "a");
+    EXPECT_EQ(out.stop, StopReason::kDeadline);
+  }
+  {  // the context: 3 prompt tokens + 1 generated fill 4 positions
+    ScriptedTarget t(nv, 3, {a, b, a}, /*n_ctx=*/4);
+    GenerateOptions o;
+    EXPECT_EQ(collect_run(g, t, o, &out, nv, masks), "ab");
+    EXPECT_EQ(out.stop, StopReason::kContext);
+  }
+  {  // known tokens: no forward pass for them; generation goes on after
+    ScriptedTarget t(nv, 3, {a, b, a});
+    const std::vector<int32_t> known = {b, b};
+    GenerateOptions o;
+    o.known = known;
+    o.max_tokens = 3;
+    ASSERT_TRUE(t.feed(5, b).ok());  // the logits after the known tokens are current
+    t.fed = 0;
+    EXPECT_EQ(collect_run(g, t, o, &out, nv, masks), "bba");
+    EXPECT_EQ(t.fed, 0);
+    EXPECT_EQ(out.chosen, std::vector<int32_t>{a});
+  }
+  {  // healing: the output starts with the healed bytes, which are not part of its text
+    ScriptedTarget t(nv, 3, {a, b});
+    GenerateOptions o;
+    o.max_tokens = 2;
+    o.heal = tok.token_bytes(a);
+    EXPECT_EQ(collect_run(g, t, o, &out, nv, masks), "b");
+    ASSERT_EQ(out.tokens.size(), 2u);
+    EXPECT_TRUE(tok.token_bytes(out.tokens[0]).starts_with(tok.token_bytes(a)));
+  }
+}
+
+TEST(StopStream, HoldsBackWhatCouldBecomeAStopString) {
+  std::string seen;
+  StopStream s;
+  const std::vector<std::string> stop = {"END"};
+  s.reset(&stop, 0, {[](void* p, std::string_view t) {
+                       static_cast<std::string*>(p)->append(t);
+                       return true;
+                     },
+                     &seen});
+  EXPECT_TRUE(s.push("abcE"));
+  EXPECT_EQ(seen, "ab");  // "cE" may be the start of "END"
+  EXPECT_FALSE(s.push("ND tail"));
+  EXPECT_EQ(seen, "abc");
+  EXPECT_TRUE(s.stopped());
+  std::string cut = "x\n  y\n z";
+  EXPECT_TRUE(apply_stops(&cut, {}, 2));
+  EXPECT_EQ(cut, "x\n  y\n ");
+}
+
+}  // namespace
+}  // namespace laya
