@@ -221,26 +221,23 @@ TEST(LspFraming, EofEndsCleanly) {
 std::string model_path() { return std::string(LAYA_SOURCE_DIR) + "/models/laya-default-q8_0.gguf"; }
 
 struct Env {
-  std::shared_ptr<const Model> model;
-  std::unique_ptr<tok::Tokenizer> tok;
-  std::unique_ptr<Engine> eng;
+  std::unique_ptr<ModelSlot> slot;  // the server binds its sessions through it
+  Engine* eng = nullptr;            // the slot's engine and tokenizer, for sessions made directly
+  const tok::Tokenizer* tok = nullptr;
 };
 
 Env* env() {
   static Env* e = [] {
     auto* r = new Env;
-    auto m = Model::load(model_path());
-    if (!m.ok()) return r;
-    r->model = std::move(m).value();
-    auto t = tok::Tokenizer::from_gguf(*r->model->gguf_file());
-    if (!t.ok()) return r;
-    r->tok = std::move(t).value();
-    EngineOptions eo;
-    eo.n_threads = 1;  // CI's 2 cores run other tests beside
-    eo.n_ctx = 1024;
-    eo.lock_memory = false;
-    auto en = Engine::create(r->model, eo);
-    if (en.ok()) r->eng = std::move(en).value();
+    ModelSlotOptions mo;
+    mo.engine.n_threads = 1;  // CI's 2 cores run other tests beside
+    mo.engine.n_ctx = 1024;
+    mo.engine.lock_memory = false;
+    auto s = ModelSlot::create(model_path(), mo);
+    if (!s.ok()) return r;
+    r->slot = std::move(s).value();
+    r->eng = r->slot->current()->engine.get();
+    r->tok = r->slot->current()->tokenizer.get();
     return r;
   }();
   return e;
@@ -261,7 +258,7 @@ struct Harness {
 
   Harness(Env* E, LspOptions opt = {}) {
     opt.log = [this](std::string_view m) { logs.emplace_back(m); };
-    server = std::make_unique<LspServer>(*E->eng, *E->tok, opt, writer);
+    server = std::make_unique<LspServer>(*E->slot, opt, writer);
   }
   void send(const json& m) { server->handle(m); }
   void request(int id, const std::string& method, json params) {
@@ -580,7 +577,7 @@ TEST(LspServer, RunOverAStreamAndExitCodes) {
   for (bool shutdown : {true, false}) {
     StringSink sink;
     FrameWriter w(sink);
-    LspServer server(*E->eng, *E->tok, {}, w);
+    LspServer server(*E->slot, {}, w);
     StringSource src(in + (shutdown ? msg({{"id", 3}, {"method", "shutdown"}}) : "") + msg({{"method", "exit"}}) +
                      msg({{"id", 4}, {"method", "shutdown"}}));  // after exit: never read
     FrameReader reader(src);

@@ -7,7 +7,6 @@
 
 #include "core/json.h"
 #include "core/shown.h"
-#include "engine/engine.h"
 
 namespace laya::lsp {
 
@@ -47,16 +46,9 @@ json position_json(Position p) { return {{"line", p.line}, {"character", p.chara
 
 }  // namespace
 
-LspServer::LspServer(Engine& engine, const tok::Tokenizer& tok, const LspOptions& opt, FrameWriter& out)
-    : eng_(engine), tok_(tok), opt_(opt), out_(out) {
-  if (opt_.max_sessions <= 0) {
-    // Each live session may grow to a full context of KV: as many as the pool holds.
-    const EngineOptions& eo = engine.options();
-    const int64_t trained = engine.hparams().n_ctx_train > 0 ? engine.hparams().n_ctx_train : 4096;
-    const int64_t n_ctx = eo.n_ctx > 0 ? eo.n_ctx : std::min<int64_t>(trained, 4096);  // EngineOptions::n_ctx's default
-    const int64_t positions = engine.kv_pool().n_blocks() * engine.kv_pool().layout().block_pos;
-    opt_.max_sessions = static_cast<int>(std::clamp<int64_t>(positions / n_ctx, 1, 1024));
-  }
+LspServer::LspServer(ModelSlot& slot, const LspOptions& opt, FrameWriter& out) : slot_(slot), opt_(opt), out_(out) {
+  // Each live session may grow to a full context of KV: as many as the pool holds.
+  if (opt_.max_sessions <= 0) opt_.max_sessions = static_cast<int>(kv_contexts(*slot_.current()));
 }
 
 LspServer::~LspServer() {
@@ -306,7 +298,7 @@ void LspServer::free_session(Document& d) {
 Status LspServer::ensure_session(Document& d) {
   d.last_used = ++use_clock_;
   if (!d.session) {
-    auto s = std::make_unique<Session>(eng_, tok_, opt_.session);
+    auto s = std::make_unique<Session>(slot_, opt_.session);
     LAYA_TRY(s->set_text(d.text));
     d.session = std::move(s);
   }

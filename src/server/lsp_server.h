@@ -76,9 +76,10 @@ struct LspOptions {
 
 class LspServer {
  public:
-  // `engine` and `tok` outlive the server; `out` too (replies may be written
+  // `slot` outlives the server (its sessions follow the slot's model across a
+  // hot swap); `out` too (replies may be written
   // until the destructor returns).
-  LspServer(Engine& engine, const tok::Tokenizer& tok, const LspOptions& opt, FrameWriter& out);
+  LspServer(ModelSlot& slot, const LspOptions& opt, FrameWriter& out);
   ~LspServer();
   LspServer(const LspServer&) = delete;
   LspServer& operator=(const LspServer&) = delete;
@@ -133,8 +134,7 @@ class LspServer {
   Status ensure_session(Document& d);
   void free_session(Document& d);
 
-  Engine& eng_;
-  const tok::Tokenizer& tok_;
+  ModelSlot& slot_;
   LspOptions opt_;
   FrameWriter& out_;
   PositionEncoding enc_ = PositionEncoding::kUtf16;

@@ -39,7 +39,6 @@
 #include <vector>
 
 #include "core/status.h"
-#include "engine/engine.h"
 #include "session/model_slot.h"
 #include "session/session.h"
 #include "tokenizer/tokenizer.h"

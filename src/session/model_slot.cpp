@@ -205,4 +205,12 @@ void ModelSlot::prewarm(const std::shared_ptr<const ModelBundle>& next) {
   for (size_t i = 0; i < n; ++i) used[i].second->prewarm_for(next);
 }
 
+int64_t kv_contexts(const ModelBundle& b) {
+  const Engine& e = *b.engine;
+  const int64_t trained = e.hparams().n_ctx_train > 0 ? e.hparams().n_ctx_train : 4096;
+  const int64_t n_ctx = e.options().n_ctx > 0 ? e.options().n_ctx : std::min<int64_t>(trained, 4096);  // EngineOptions::n_ctx's default
+  const int64_t positions = e.kv_pool().n_blocks() * e.kv_pool().layout().block_pos;
+  return std::clamp<int64_t>(positions / n_ctx, 1, 1024);
+}
+
 }  // namespace laya

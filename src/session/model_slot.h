@@ -99,6 +99,10 @@ struct ModelSlotOptions {
   bool background = true;
 };
 
+// How many full contexts b's KV pool holds (at least 1, at most 1024): the
+// sessions that may each grow to one without failing for want of a block.
+int64_t kv_contexts(const ModelBundle& b);
+
 class ModelSlot {
  public:
   // Loads, prepares and validates `path` (as swap_model does) as the first

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "cli_util.h"
-#include "engine/engine.h"
+#include "session/model_slot.h"
 #include "model/model.h"
 #include "server/jsonrpc_stream.h"
 #include "server/lsp_server.h"
@@ -35,15 +35,18 @@ int cmd_lsp(int argc, char** argv) {
   flags.add_to(app, false);
   if (auto rc = parse_args(app, argc, argv, "lsp")) return *rc;
 
-  auto m = flags.load_model();
-  if (!m.ok()) return report_error("lsp", m.status());
-  std::shared_ptr<const Model> model = std::move(m).value();
-  auto tr = flags.load_tokenizer(*model);
-  if (!tr.ok()) return report_error("lsp", tr.status());
-  std::unique_ptr<tok::Tokenizer> tk = std::move(tr).value();
-  auto e = flags.make_typing_engine(model, max_ctx, "lsp", app.count("--max-ctx") > 0);
-  if (!e.ok()) return report_error("lsp", e.status());
-  warn("lsp", (*e)->memory_lock_note());
+  // The model lives in a slot, as for laya serve: sessions are bound through it.
+  ModelSlotOptions mo;
+  flags.apply(&mo.engine);
+  mo.engine.n_ctx = max_ctx;  // a cap: min(max_ctx, the model's trained context)
+  auto slot = ModelSlot::create(flags.model_path, mo);
+  if (!slot.ok()) return report_error("lsp", slot.status());
+  const std::shared_ptr<const ModelBundle> bundle = (*slot)->current();
+  const int64_t n_ctx_train = bundle->model->hparams().n_ctx_train;
+  if (app.count("--max-ctx") > 0 && n_ctx_train > 0 && max_ctx > n_ctx_train)
+    warn("lsp", fmt::format("--max-ctx {} is past the trained context of {} ({} tokens): using {}", max_ctx,
+                            flags.model_path, n_ctx_train, n_ctx_train));
+  warn("lsp", bundle->engine->memory_lock_note());
 
   // The protocol gets its own descriptor; fd 1 becomes stderr.
   std::fflush(stdout);
@@ -53,7 +56,7 @@ int cmd_lsp(int argc, char** argv) {
   // A client that goes away must end the server through a failed write
   // (EPIPE), not kill it with SIGPIPE mid-reply.
   std::signal(SIGPIPE, SIG_IGN);
-  std::fprintf(stderr, "laya lsp: ready: %s, %d threads\n", flags.model_path.c_str(), (*e)->options().n_threads);
+  std::fprintf(stderr, "laya lsp: ready: %s, %d threads\n", flags.model_path.c_str(), bundle->engine->options().n_threads);
 
   lsp::FdSource in_fd(STDIN_FILENO);
   lsp::FdSink out_fd(proto_fd);
@@ -61,9 +64,9 @@ int cmd_lsp(int argc, char** argv) {
   lsp::FrameWriter writer(out_fd);
   int rc = 1;
   {
-    lsp::LspServer server(**e, *tk, lo, writer);
+    lsp::LspServer server(**slot, lo, writer);
     rc = server.run(reader);
-  }  // the server's replies are all written before its engine goes
+  }  // the server's replies are all written before its model goes
   ::close(proto_fd);
   return rc;
 }
