@@ -179,25 +179,25 @@ Status ModelSlot::swap_locked(const std::string& path) {
   return Status::Ok();
 }
 
-void ModelSlot::attach(Session* s) {
+void ModelSlot::attach(SlotClient* s) {
   std::lock_guard<std::mutex> lock(sessions_mu_);
   sessions_.push_back(s);
 }
 
-void ModelSlot::detach(Session* s) {
+void ModelSlot::detach(SlotClient* s) {
   std::lock_guard<std::mutex> lock(sessions_mu_);
   sessions_.erase(std::remove(sessions_.begin(), sessions_.end(), s), sessions_.end());
 }
 
 // The sessions used last, most recent first; each computes its prompt on
-// `next` (Session::prewarm_for). sessions_mu_ is held throughout so none is
+// `next` (SlotClient::prewarm_for). sessions_mu_ is held throughout so none is
 // destroyed meanwhile.
 void ModelSlot::prewarm(const std::shared_ptr<const ModelBundle>& next) {
   if (opt_.prewarm_sessions <= 0) return;
   std::lock_guard<std::mutex> lock(sessions_mu_);
-  std::vector<std::pair<int64_t, Session*>> used;
-  for (Session* s : sessions_) {
-    const int64_t t = s->last_used_ns_.load(std::memory_order_relaxed);
+  std::vector<std::pair<int64_t, SlotClient*>> used;
+  for (SlotClient* s : sessions_) {
+    const int64_t t = s->last_used_ns();
     if (t > 0) used.emplace_back(t, s);
   }
   std::sort(used.begin(), used.end(), [](const auto& a, const auto& b) { return a.first > b.first; });

@@ -62,8 +62,6 @@
 
 namespace laya {
 
-class Session;
-
 // One loaded, validated model with its tokenizer and engine. Immutable once
 // made; shared by the slot and the sessions bound to it.
 struct ModelBundle {
@@ -74,6 +72,19 @@ struct ModelBundle {
   std::shared_ptr<const tok::Tokenizer> tokenizer;
   std::shared_ptr<Engine> engine;  // keeps the model alive too
   double load_ms = 0;              // load + prepare + probe
+};
+
+// What a slot asks of what is bound to it (a Session): implemented
+// privately, called by the slot only, while attached.
+class SlotClient {
+ public:
+  // Steady-clock ns of its last use (0: none): the order in which a swap prewarms.
+  virtual int64_t last_used_ns() const = 0;
+  // Computes its current prompt on `next` before the switch (step 4).
+  virtual void prewarm_for(const std::shared_ptr<const ModelBundle>& next) = 0;
+
+ protected:
+  ~SlotClient() = default;
 };
 
 struct ModelSlotOptions {
@@ -136,14 +147,15 @@ class ModelSlot {
   // Successful swaps so far (a swap back to the kept bundle included).
   int64_t swaps() const { return swaps_.load(std::memory_order_relaxed); }
 
+  // Sessions made on the slot register themselves, for the prewarm. detach
+  // waits for a prewarm in progress (the client may be destroyed after).
+  void attach(SlotClient* c);
+  void detach(SlotClient* c);
+
  private:
   explicit ModelSlot(const ModelSlotOptions& opt) : opt_(opt) {}
   void publish(std::shared_ptr<const ModelBundle> next);
   Status swap_locked(const std::string& path);  // swap_model's work, swap_mu_ held
-  // Sessions made on the slot register themselves, for prewarm().
-  friend class Session;
-  void attach(Session* s);
-  void detach(Session* s);
   void prewarm(const std::shared_ptr<const ModelBundle>& next);
 
   ModelSlotOptions opt_;
@@ -156,7 +168,7 @@ class ModelSlot {
   // Held while a swap prewarms sessions: a session constructed or destroyed
   // meanwhile waits for it (never a keystroke: suggest and edits do not take it).
   std::mutex sessions_mu_;
-  std::vector<Session*> sessions_;
+  std::vector<SlotClient*> sessions_;
 };
 
 }  // namespace laya

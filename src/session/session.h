@@ -133,7 +133,7 @@ struct Suggestion {
   void clear();
 };
 
-class Session {
+class Session final : private SlotClient {
  public:
   // `engine` and `tokenizer` must outlive the session (one engine serves many
   // sessions; each holds its own sequence).
@@ -284,8 +284,9 @@ class Session {
                         const std::function<void(std::string_view)>& on_piece, Suggestion& s);
   Sampler& sampler_for(const SamplerParams& p);
   void rebind_locked(std::shared_ptr<const ModelBundle> next);
-  friend class ModelSlot;  // attach/detach, prewarm_for (model_slot.h)
-  void prewarm_for(const std::shared_ptr<const ModelBundle>& next);
+  // SlotClient (model_slot.h): what a swap asks of the session.
+  int64_t last_used_ns() const override { return last_used_ns_.load(std::memory_order_relaxed); }
+  void prewarm_for(const std::shared_ptr<const ModelBundle>& next) override;
 
   // The model: pointers, not references (a slot session rebinds them).
   Engine* eng_;
