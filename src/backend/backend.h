@@ -1,5 +1,5 @@
-// The boundary between the model graph and the machine. The forward pass
-// (model/transformer.cpp) and the engine are written only against this
+// The boundary between the model graph and the machine. The forward passes
+// (an architecture's, model/forward.h) and the engine are written only against this
 // interface; a backend is chosen by name through make_backend(), so a CUDA or
 // Metal backend plugs in beside the CPU one without the engine naming it.
 //

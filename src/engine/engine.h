@@ -21,8 +21,8 @@
 #include "backend/backend.h"
 #include "core/status.h"
 #include "kv/kv_block_pool.h"
+#include "model/forward.h"
 #include "model/model.h"
-#include "model/transformer.h"
 
 namespace laya {
 
