@@ -95,6 +95,8 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
   bo.background = o.background;
   bo.awake_ms = o.awake_ms;
   bo.on_prepare_progress = o.on_prepare_progress;
+  bo.isa = o.isa;
+  bo.cuda = o.cuda;
   LAYA_ASSIGN_OR_RETURN(std::unique_ptr<Backend> be, make_backend(o.backend, bo, lim));
   e->backend_ = std::move(be);
   const ModelWeights& w = e->model_->weights();
