@@ -54,7 +54,8 @@ TEST(BackendOptions, CudaTuningSwitchesTurnOffOnlyAtZero) {
 TEST(BackendOptions, CudaTuningNumbersOutOfRangeKeepTheDefault) {
   EXPECT_EQ(parse({{"LAYA_CUDA_ATTN_SPLIT", "8"}}).attn_split, 8);
   EXPECT_EQ(parse({{"LAYA_CUDA_ATTN_SPLIT", "32"}}).attn_split, 32);
-  for (const char* bad : {"0", "33", "-1", "4x", ""}) EXPECT_EQ(parse({{"LAYA_CUDA_ATTN_SPLIT", bad}}).attn_split, 0) << bad;
+  for (const char* bad : {"0", "33", "-1", "4x", ""})
+    EXPECT_EQ(parse({{"LAYA_CUDA_ATTN_SPLIT", bad}}).attn_split, 0) << bad;
   EXPECT_EQ(parse({{"LAYA_CUDA_RPW", "3"}}).rows_per_warp, 3);
   for (const char* bad : {"0", "5", "34", "2 ", ""}) EXPECT_EQ(parse({{"LAYA_CUDA_RPW", bad}}).rows_per_warp, 0) << bad;
   // The blocks per SM are clamped, as the GPU sweeps have always set them.
@@ -82,7 +83,7 @@ TEST(BackendOptions, CpuIsaUnknownOrMissingIsRefused) {
   }
 }
 
-// y = x · wᵀ of one token on a backend made with `isa` ("" : the default).
+// y = x · wᵀ of one token on backend `be`.
 std::vector<float> matvec_on(Backend& be, const Tensor& w, const std::vector<float>& x) {
   const size_t rows = static_cast<size_t>(w.rows());
   auto xb = be.alloc(x.size() * sizeof(float), "x");
@@ -114,7 +115,8 @@ TEST(BackendOptions, CpuIsaIsPerBackend) {
   w.nbytes = wdata.size() * sizeof(float);
   auto expect = [&](cpu::Isa isa) {
     std::vector<float> y(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) y[static_cast<size_t>(r)] = cpu::kernels_for(isa)->dot_row[static_cast<uint32_t>(DType::F32)](w.row(r), x.data(), cols);
+    const cpu::DotRowFn dot = cpu::kernels_for(isa)->dot_row[static_cast<uint32_t>(DType::F32)];
+    for (int64_t r = 0; r < rows; ++r) y[static_cast<size_t>(r)] = dot(w.row(r), x.data(), cols);
     return y;
   };
   const ForwardLimits lim{.max_cols = cols, .max_ctx = 64, .max_group = 1, .max_batch = 4};

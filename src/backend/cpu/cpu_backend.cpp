@@ -60,7 +60,11 @@ Result<std::unique_ptr<Backend>> CpuBackend::create(const BackendOptions& opt, c
 }
 
 CpuBackend::CpuBackend(const BackendOptions& opt, const ForwardLimits& lim, int n_threads, cpu::Isa isa)
-    : opt_(opt), lim_(lim), isa_(isa), kt_(cpu::kernels_for(isa)), pool_(n_threads, opt.background, std::chrono::milliseconds(opt.awake_ms)) {
+    : opt_(opt),
+      lim_(lim),
+      isa_(isa),
+      kt_(cpu::kernels_for(isa)),
+      pool_(n_threads, opt.background, std::chrono::milliseconds(opt.awake_ms)) {
   counters_ = std::make_unique<RowCounter[]>(static_cast<size_t>(pool_.size()));
   scratch_.resize(static_cast<size_t>(pool_.size()));
   for (auto& s : scratch_) {
