@@ -25,6 +25,18 @@ TEST(ModelTable, EveryArchitectureIsRegisteredFromItsFile) {
   EXPECT_STREQ(supported_arch_list(), "llama (incl. mistral), qwen2, qwen3");
 }
 
+// The engine calls an architecture's own block: one without a forward or a
+// logits function could load and then have nothing to run.
+TEST(ModelTable, EveryArchitectureHasAForwardPass) {
+  ASSERT_FALSE(registered_archs().empty());
+  for (const ArchSpec* a : registered_archs()) {
+    EXPECT_NE(a->forward, nullptr) << a->name;
+    EXPECT_NE(a->logits, nullptr) << a->name;
+    EXPECT_NE(a->tensors, nullptr) << a->name;
+    EXPECT_EQ(find_arch_by_gguf_name(a->name), a) << a->name;
+  }
+}
+
 TEST(ModelTable, EveryTensorHasOneBindingAndAShape) {
   std::set<std::string> gguf_names;
   for (const TensorSpec& s : llama_family_tensors()) {

@@ -1,5 +1,5 @@
-// The boundary between the model graph and the machine. The forward pass
-// (model/transformer.cpp) and the engine are written only against this
+// The boundary between the model graph and the machine. The forward passes
+// (an architecture's, model/forward.h) and the engine are written only against this
 // interface; a backend is chosen by name through make_backend(), so a CUDA or
 // Metal backend plugs in beside the CPU one without the engine naming it.
 //
@@ -14,10 +14,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "backend/cuda_tuning.h"
 #include "core/dtype.h"
 #include "core/status.h"
 #include "core/tensor.h"
@@ -130,6 +132,14 @@ struct BackendOptions {
   // large model spends its time there (every byte is read, packed, locked);
   // the library prints nothing, a caller may draw progress. Empty: none.
   std::function<void(uint64_t done, uint64_t total)> on_prepare_progress;
+  // The CPU kernels' instruction set: scalar, avx2, avx512 or neon (one this
+  // CPU or build lacks is kUnsupported). Empty: LAYA_ISA's, else the best
+  // this CPU has (cpu::active_isa()). The `{}` initializers let designated
+  // initializers leave these out without -Wmissing-field-initializers.
+  std::string isa{};
+  // The CUDA backend's tuning (backend/cuda_tuning.h), its own for its
+  // lifetime. Unset: CudaTuning::from_env(), read when the backend is made.
+  std::optional<CudaTuning> cuda{};
 };
 
 class Backend {

@@ -79,6 +79,10 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
                     hp.head_dim));
   }
   LAYA_TRY(KvBlockPool::check_block_positions(o.kv_block_positions));  // before the costly packing
+  if (!e->model_->arch().forward || !e->model_->arch().logits) {
+    return Status(StatusCode::kUnsupported,
+                  fmt::format("architecture {} has no forward pass", e->model_->arch().name));
+  }
   LAYA_TRY(e->model_->check_files_unchanged());  // packing reads every weight
   ForwardLimits lim;
   lim.max_cols = std::max({hp.n_embd, hp.n_ff, hp.q_dim()});
@@ -91,6 +95,8 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
   bo.background = o.background;
   bo.awake_ms = o.awake_ms;
   bo.on_prepare_progress = o.on_prepare_progress;
+  bo.isa = o.isa;
+  bo.cuda = o.cuda;
   LAYA_ASSIGN_OR_RETURN(std::unique_ptr<Backend> be, make_backend(o.backend, bo, lim));
   e->backend_ = std::move(be);
   const ModelWeights& w = e->model_->weights();
@@ -247,14 +253,15 @@ Status Engine::truncate(Sequence& seq, int64_t pos) {
 Status Engine::forward_chunk(Sequence& seq, const int32_t* tokens, int64_t m, int64_t pos, float* out,
                              bool all_logits) {
   LAYA_TRY(seq.table_.prepare_write(pos, m));
+  const ArchSpec& arch = model_->arch();  // its block: the forward and logits functions
   const KvLayerView kv{&pool_->layout(), pool_->memory(), seq.table_.ids().data(), seq.table_.n_blocks(), 0};
   if (m == 1 && out && !all_logits) {
     // A decode step: the backend may replay a recording of it (Backend::step_begin).
     bool replayed = false;
     LAYA_TRY(backend_->step_begin(kv, tokens[0], pos, out, &replayed));
     if (!replayed) {
-      Status st = transformer_forward(*model_, *backend_, rope_, kv, scratch_, tokens, m, pos);
-      if (st.ok()) st = transformer_logits(*model_, *backend_, scratch_, 0, 1, out);
+      Status st = arch.forward(*model_, *backend_, rope_, kv, scratch_, tokens, m, pos);
+      if (st.ok()) st = arch.logits(*model_, *backend_, scratch_, 0, 1, out);
       const Status end = backend_->step_end(st.ok());
       LAYA_TRY(st);
       LAYA_TRY(end);
@@ -263,12 +270,12 @@ Status Engine::forward_chunk(Sequence& seq, const int32_t* tokens, int64_t m, in
     seq.table_.key_full_blocks(kv_seed_, seq.tokens_, pos);
     return Status::Ok();
   }
-  LAYA_TRY(transformer_forward(*model_, *backend_, rope_, kv, scratch_, tokens, m, pos));
+  LAYA_TRY(arch.forward(*model_, *backend_, rope_, kv, scratch_, tokens, m, pos));
   seq.tokens_.insert(seq.tokens_.end(), tokens, tokens + m);  // within the reserved n_ctx: no allocation
   seq.table_.key_full_blocks(kv_seed_, seq.tokens_, pos);
   if (!out) return Status::Ok();
-  if (!all_logits) return transformer_logits(*model_, *backend_, scratch_, m - 1, 1, out);
-  if (backend_->host_visible()) return transformer_logits(*model_, *backend_, scratch_, 0, m, out);
+  if (!all_logits) return arch.logits(*model_, *backend_, scratch_, m - 1, 1, out);
+  if (backend_->host_visible()) return arch.logits(*model_, *backend_, scratch_, 0, m, out);
   // `out` is host memory: the rows go through a device buffer of a few rows,
   // made at the first such call (all-position logits are for tests and
   // measurements, not the keystroke path).
@@ -279,7 +286,7 @@ Status Engine::forward_chunk(Sequence& seq, const int32_t* tokens, int64_t m, in
   }
   for (int64_t f = 0; f < m; f += rows) {
     const int64_t k = std::min(rows, m - f);
-    LAYA_TRY(transformer_logits(*model_, *backend_, scratch_, f, k, all_logits_dev_.as<float>()));
+    LAYA_TRY(arch.logits(*model_, *backend_, scratch_, f, k, all_logits_dev_.as<float>()));
     LAYA_TRY(backend_->download(out + f * nv, all_logits_dev_.data(), static_cast<size_t>(k * nv) * sizeof(float)));
   }
   return Status::Ok();

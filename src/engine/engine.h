@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -21,8 +22,8 @@
 #include "backend/backend.h"
 #include "core/status.h"
 #include "kv/kv_block_pool.h"
+#include "model/forward.h"
 #include "model/model.h"
-#include "model/transformer.h"
 
 namespace laya {
 
@@ -66,6 +67,11 @@ struct EngineOptions {
   // BackendOptions::awake_ms: how long the CPU workers stay awake (spinning)
   // after a forward pass. 0: ~50 us, then they sleep.
   int awake_ms = 0;
+  // BackendOptions::isa and ::cuda: the CPU kernels' instruction set and the
+  // CUDA backend's tuning (empty / unset: LAYA_ISA and the LAYA_CUDA_*
+  // variables give them).
+  std::string isa;
+  std::optional<CudaTuning> cuda;
   // Progress of create()'s longest step, preparing the weights
   // (BackendOptions::on_prepare_progress): called on the calling thread with
   // bytes done and in all, ending with done == total. Empty: none.

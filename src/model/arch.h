@@ -1,13 +1,18 @@
-// An architecture is a table. Llama, Qwen2 and Qwen3 share one forward pass
-// (model/transformer.cpp); an architecture is its list of tensors (TensorSpec)
-// plus the flags below. Every reader of "which tensors does a model have" —
+// An architecture is a table and a block: its list of tensors (TensorSpec),
+// a few flags, and the forward and logits functions the engine calls
+// (model/forward.h). Every reader of "which tensors does a model have" —
 // the GGUF and Hugging Face loaders, the float32 conversion of vectors,
 // ModelWeights::matrices()/all() (the backend's packer, the memory locker),
-// `laya bench`'s bytes per token and mkmodel's planner — walks that table.
+// `laya bench`'s bytes per token and mkmodel's planner — walks the table;
+// only the architecture's own forward function knows how its block computes.
+// Llama, Qwen2 and Qwen3 share the Llama family's table and block
+// (model/llama_family.cpp); a family with another block (other norms, another
+// activation, fused projections) brings its own table and forward function
+// instead of adding flags to that one.
 //
-// Adding an architecture of this family = one new file src/model/arch_<name>.cpp
-// defining `const ArchSpec kArch<Name>` (the name with its first letter upper-
-// cased, e.g. arch_qwen2.cpp → kArchQwen2). No list to edit: CMake generates
+// Adding an architecture = one new file src/model/arch_<name>.cpp defining
+// `const ArchSpec kArch<Name>` (the name with its first letter upper-cased,
+// e.g. arch_qwen2.cpp → kArchQwen2). No list to edit: CMake generates
 // the registry (model/arch_list.inc, read by archs.cpp) from the files that
 // match src/model/arch_*.cpp. A generated list rather than self-registering
 // static objects, because the engine is a static library and the linker
@@ -19,13 +24,27 @@
 #include <string>
 #include <string_view>
 
+#include "core/status.h"
 #include "core/tensor.h"
 
 namespace laya {
 
+class Backend;
+class Model;
+struct ForwardScratch;
 struct HParams;
+struct KvLayerView;
 struct LayerWeights;
 struct ModelWeights;
+struct RopeTable;
+
+// An architecture's forward pass and its logits (the contract of both:
+// model/forward.h). Function pointers, so that an ArchSpec is constant-
+// initialized wherever it is defined.
+using ForwardFn = Status (*)(const Model& model, Backend& be, const RopeTable& rope, const KvLayerView& kv,
+                             ForwardScratch& s, const int32_t* tokens, int64_t n, int64_t pos0);
+using LogitsFn = Status (*)(const Model& model, Backend& be, ForwardScratch& s, int64_t first, int64_t m,
+                            float* logits);
 
 // What a tensor is to the forward pass.
 enum class TensorRole : uint8_t {
@@ -92,15 +111,24 @@ struct ArchSpec {
   // in the order a converted file stores them. A function rather than a span
   // so that an ArchSpec in another file is constant-initialized.
   std::span<const TensorSpec> (*tensors)();
+  ForwardFn forward;  // every layer over a batch of tokens (model/forward.h)
+  LogitsFn logits;    // final norm and output projection of some rows
 
   TensorFlags flags() const { return {.qkv_bias = qkv_bias, .qk_norm = qk_norm}; }
 };
 
-// The tensors every Llama-family architecture has (model/llama_family.cpp):
-// all of the family's optional ones too, each under its flag, so a loader of
-// any of these architectures accepts and binds them when a file has them.
+// The Llama family (model/llama_family.cpp). Its tensors: all of the
+// family's optional ones too, each under its flag, so a loader of any of
+// these architectures accepts and binds them when a file has them. Its
+// block uses the optional ones the model has (Model::flags()).
 std::span<const TensorSpec> llama_family_tensors();
+Status llama_family_forward(const Model& model, Backend& be, const RopeTable& rope, const KvLayerView& kv,
+                            ForwardScratch& s, const int32_t* tokens, int64_t n, int64_t pos0);
+Status llama_family_logits(const Model& model, Backend& be, ForwardScratch& s, int64_t first, int64_t m,
+                           float* logits);
 
+// Every registered architecture (one per src/model/arch_*.cpp).
+std::span<const ArchSpec* const> registered_archs();
 // nullptr when unknown.
 const ArchSpec* find_arch_by_gguf_name(std::string_view name);
 const ArchSpec* find_arch_by_hf_type(std::string_view model_type);

@@ -1,5 +1,5 @@
 // Qwen2 / Qwen2.5: biases on q, k, v; usually tied embeddings (small sizes).
-// The whole architecture: its flags and its tensor table (the Llama family's).
+// The whole architecture: its flags, and the Llama family's table and block.
 // Registered by this file's name (model/arch.h); extern because the generated
 // registry in archs.cpp names it.
 #include "model/arch.h"
@@ -13,5 +13,7 @@ extern const ArchSpec kArchQwen2 = {
     .gguf_rope_interleaved = false,
     .tied_by_default = false,
     .tensors = llama_family_tensors,
+    .forward = llama_family_forward,
+    .logits = llama_family_logits,
 };
 }  // namespace laya

@@ -1,5 +1,5 @@
 // Qwen3 (dense): no biases, per-head RMSNorm on q and k, head_dim set explicitly.
-// The whole architecture: its flags and its tensor table (the Llama family's).
+// The whole architecture: its flags, and the Llama family's table and block.
 // Registered by this file's name (model/arch.h); extern because the generated
 // registry in archs.cpp names it.
 #include "model/arch.h"
@@ -13,5 +13,7 @@ extern const ArchSpec kArchQwen3 = {
     .gguf_rope_interleaved = false,
     .tied_by_default = true,
     .tensors = llama_family_tensors,
+    .forward = llama_family_forward,
+    .logits = llama_family_logits,
 };
 }  // namespace laya

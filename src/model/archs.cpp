@@ -20,6 +20,8 @@ const ArchSpec* const kArchTable[] = {
 };
 }  // namespace
 
+std::span<const ArchSpec* const> registered_archs() { return kArchTable; }
+
 const ArchSpec* find_arch_by_gguf_name(std::string_view name) {
   for (const ArchSpec* a : kArchTable)
     if (name == a->name) return a;

@@ -132,9 +132,9 @@ AttendGroupFn attend_group_scalar_for(DType type) {
   }
 }
 
-AttendGroupFn attend_group_for(DType type, int group, int64_t hd) {
+AttendGroupFn attend_group_for(DType type, int group, int64_t hd, Isa isa) {
 #if defined(LAYA_HAVE_X86)
-  if (active_isa() == Isa::kAvx512 && simd_shape(group, hd)) {
+  if (isa == Isa::kAvx512 && simd_shape(group, hd)) {
     switch (type) {
       case DType::F16: return attend_group_f16_avx512;
       case DType::Q8_0: if (hd % 32 == 0) return attend_group_q8_avx512; break;

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/cpu/kernels.h"
 #include "core/dtype.h"
 
 namespace laya::cpu {
@@ -75,7 +76,7 @@ void attend_group_q8_avx512(const float* q, int group, int64_t hd, const KvHeadB
 #endif
 
 // The fastest for this CPU, cache type (F32, F16, Q8_0) and shape, or the scalar one.
-AttendGroupFn attend_group_for(DType type, int group, int64_t hd);
+AttendGroupFn attend_group_for(DType type, int group, int64_t hd, Isa isa = active_isa());
 // The scalar reference for a cache type.
 AttendGroupFn attend_group_scalar_for(DType type);
 

@@ -37,10 +37,21 @@ inline void split(int64_t n, int ti, int nt, int64_t grain, int64_t* b, int64_t*
 
 Result<std::unique_ptr<Backend>> CpuBackend::create(const BackendOptions& opt, const ForwardLimits& lim) {
   LAYA_TRY(ThreadPool::check_count(opt.n_threads));
+  cpu::Isa isa = cpu::active_isa();
+  if (!opt.isa.empty()) {
+    if (!cpu::parse_isa(opt.isa, &isa)) {
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("cpu backend: unknown instruction set '{}' (scalar, avx2, avx512, neon)", opt.isa));
+    }
+    if (!cpu::isa_supported(isa)) {
+      return Status(StatusCode::kUnsupported,
+                    fmt::format("cpu backend: this CPU or build has no {} kernels", opt.isa));
+    }
+  }
   int n = opt.n_threads;
   if (n == 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   try {
-    return std::unique_ptr<Backend>(new CpuBackend(opt, lim, n));
+    return std::unique_ptr<Backend>(new CpuBackend(opt, lim, n, isa));
   } catch (const std::system_error& e) {
     return Status(StatusCode::kOutOfMemory, fmt::format("cannot start {} threads: {}", n, e.what()));
   } catch (const std::bad_alloc&) {
@@ -48,8 +59,12 @@ Result<std::unique_ptr<Backend>> CpuBackend::create(const BackendOptions& opt, c
   }
 }
 
-CpuBackend::CpuBackend(const BackendOptions& opt, const ForwardLimits& lim, int n_threads)
-    : opt_(opt), lim_(lim), pool_(n_threads, opt.background, std::chrono::milliseconds(opt.awake_ms)) {
+CpuBackend::CpuBackend(const BackendOptions& opt, const ForwardLimits& lim, int n_threads, cpu::Isa isa)
+    : opt_(opt),
+      lim_(lim),
+      isa_(isa),
+      kt_(cpu::kernels_for(isa)),
+      pool_(n_threads, opt.background, std::chrono::milliseconds(opt.awake_ms)) {
   counters_ = std::make_unique<RowCounter[]>(static_cast<size_t>(pool_.size()));
   scratch_.resize(static_cast<size_t>(pool_.size()));
   for (auto& s : scratch_) {
@@ -58,12 +73,12 @@ CpuBackend::CpuBackend(const BackendOptions& opt, const ForwardLimits& lim, int 
     s.scores.resize(static_cast<size_t>(cpu::scores_stride(std::max<int64_t>(lim.max_ctx, 1)) *
                                         std::max<int64_t>(lim.max_group, 1)));
   }
-  // Resolve the ISA once, outside any hot path.
-  gemm_ = cpu::gemm_tile_for(cpu::kernels().isa);
-  use_tileT_ = cpu::kernels().isa == cpu::Isa::kAvx512;
+  // Resolve the ISA's kernels once, outside any hot path.
+  gemm_ = cpu::gemm_tile_for(isa_);
+  use_tileT_ = isa_ == cpu::Isa::kAvx512;
   // Activations quantized for the packed int8 kernels, one row per token of
   // a forward pass (row 0 is the decode input). Only where the kernels exist.
-  if (cpu::packed_matvec_best()) {
+  if (cpu::packed_matvec_best(isa_)) {
     const size_t mc = static_cast<size_t>(std::max<int64_t>(lim.max_cols, 32));
     const size_t nb = mc / 32 + 1, bt = static_cast<size_t>(std::max<int64_t>(lim.max_batch, 1));
     qx_hi_.resize(bt * mc);
@@ -87,8 +102,8 @@ CpuBackend::~CpuBackend() {
 
 size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices, std::atomic<uint64_t>* done,
                         const std::function<void()>& report) {
-  quantize_x_ = cpu::quantize_x_best();
-  if (!cpu::packed_matvec_best() || packed_buf_) return 0;
+  quantize_x_ = cpu::quantize_x_best(isa_);
+  if (!cpu::packed_matvec_best(isa_) || packed_buf_) return 0;
   std::vector<const Tensor*> todo;
   std::vector<size_t> offsets;
   size_t total = 0;
@@ -130,7 +145,7 @@ size_t CpuBackend::pack(const std::vector<const Tensor*>& matrices, std::atomic<
     }
   });
   for (size_t i = 0; i < todo.size(); ++i)
-    packed_.emplace(todo[i]->data, PackedEntry{mats[i], cpu::packed_matvec_for(mats[i].type)});
+    packed_.emplace(todo[i]->data, PackedEntry{mats[i], cpu::packed_matvec_for(mats[i].type, isa_)});
   return total;
 }
 
@@ -266,7 +281,7 @@ void CpuBackend::matmul_rows(const Tensor& w, const PackedEntry* pe, const float
     return;
   }
   const size_t stride = w.row_stride();
-  const cpu::KernelTable& kt = cpu::kernels();
+  const cpu::KernelTable& kt = *kt_;
   const auto type = static_cast<uint32_t>(w.type);
   if (n_tok == 1) {
     // Decode: one fused dequantize+dot per row.
@@ -398,7 +413,7 @@ Status CpuBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const
 
 Status CpuBackend::get_rows(const Tensor& w, const int32_t* ids, int64_t n, float* out) {
   const int64_t cols = w.cols();
-  const cpu::DequantizeRowFn deq = cpu::kernels().dequantize_row[static_cast<uint32_t>(w.type)];
+  const cpu::DequantizeRowFn deq = kt_->dequantize_row[static_cast<uint32_t>(w.type)];
   for (int64_t i = 0; i < n; ++i) deq(w.row(ids[i]), out + i * cols, cols);
   return Status::Ok();
 }
@@ -502,7 +517,7 @@ Status CpuBackend::attention(const KvLayerView& kv, const float* q, int64_t n_to
   const int64_t hd = s.head_dim, group = s.n_head / s.n_head_kv;
   // One work item per (token, KV head): the GQA group's query heads share
   // every K/V row read, and a head's K and V are two contiguous streams per block.
-  const cpu::AttendGroupFn attend = cpu::attend_group_for(kv.layout->type, static_cast<int>(group), hd);
+  const cpu::AttendGroupFn attend = cpu::attend_group_for(kv.layout->type, static_cast<int>(group), hd, isa_);
   const int64_t n_work = n_tok * s.n_head_kv;
   pool_.run_each([&](int ti, int nt) {
     int64_t b, e;

@@ -59,7 +59,7 @@ class CpuBackend final : public Backend {
   void release(void* data, size_t bytes) override;
 
  private:
-  CpuBackend(const BackendOptions& opt, const ForwardLimits& lim, int n_threads);
+  CpuBackend(const BackendOptions& opt, const ForwardLimits& lim, int n_threads, cpu::Isa isa);
   // The packing half of prepare_weights(); returns the bytes packed. Adds each
   // packed matrix's file bytes to *done; `report` runs on the caller's thread.
   size_t pack(const std::vector<const Tensor*>& matrices, std::atomic<uint64_t>* done,
@@ -95,6 +95,10 @@ class CpuBackend final : public Backend {
 
   BackendOptions opt_;
   ForwardLimits lim_;
+  // This backend's instruction set (BackendOptions::isa) and its kernels:
+  // another backend of the process may use another.
+  cpu::Isa isa_;
+  const cpu::KernelTable* kt_;
   std::string lock_note_;
   size_t packed_bytes_ = 0;
   bool use_tileT_ = false;

@@ -22,6 +22,16 @@ const char* isa_name(Isa isa) {
   return "unknown";
 }
 
+bool parse_isa(std::string_view name, Isa* out) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    if (name == isa_name(isa)) {
+      *out = isa;
+      return true;
+    }
+  }
+  return false;
+}
+
 #if defined(LAYA_HAVE_X86) && (defined(__x86_64__) || defined(__i386__))
 namespace {
 // F16C straight from CPUID (leaf 1, ECX bit 29): some clang versions do not know
@@ -75,17 +85,8 @@ Isa compute_active_isa() {
   const Isa best = best_isa();
   const char* env = std::getenv("LAYA_ISA");
   if (env == nullptr || *env == '\0') return best;
-  const std::string v(env);
   Isa want;
-  if (v == "scalar") {
-    want = Isa::kScalar;
-  } else if (v == "avx2") {
-    want = Isa::kAvx2;
-  } else if (v == "avx512") {
-    want = Isa::kAvx512;
-  } else if (v == "neon") {
-    want = Isa::kNeon;
-  } else {
+  if (!parse_isa(env, &want)) {
     std::fprintf(stderr, "laya: warning: unknown LAYA_ISA=%s, using %s\n", env, isa_name(best));
     return best;
   }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "core/dtype.h"
 
@@ -17,9 +18,12 @@ namespace laya::cpu {
 enum class Isa : int { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kNeon = 3 };
 
 const char* isa_name(Isa isa);
+// The ISA of isa_name(); false for any other name.
+bool parse_isa(std::string_view name, Isa* out);
 
 // The best ISA this CPU supports, lowered by the environment variable
 // LAYA_ISA=scalar|avx2|avx512 (used by tests to force a path). Computed once.
+// The default of a CPU backend's ISA (BackendOptions::isa).
 Isa active_isa();
 bool isa_supported(Isa isa);  // CPU + build support
 

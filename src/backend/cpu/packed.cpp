@@ -435,8 +435,8 @@ void packed_matvec_q4k_scalar(const PackedMatrix& m, int64_t g_begin, int64_t g_
   }
 }
 
-PackedMatvecFn packed_matvec_for(DType type) {
-  PackedMatvecFn best = packed_matvec_best();
+PackedMatvecFn packed_matvec_for(DType type, Isa isa) {
+  PackedMatvecFn best = packed_matvec_best(isa);
   if (!best) return nullptr;
 #if defined(LAYA_HAVE_X86)
   if (type == DType::Q4_K) return packed_matvec_q4k_avx512vnni;
@@ -446,14 +446,12 @@ PackedMatvecFn packed_matvec_for(DType type) {
   return type == DType::Q8_0 ? best : nullptr;
 }
 
-PackedMatvecFn packed_matvec_best() {
+PackedMatvecFn packed_matvec_best(Isa isa) {
 #if defined(LAYA_HAVE_X86) && (defined(__x86_64__) || defined(__i386__))
-  static const PackedMatvecFn best = []() -> PackedMatvecFn {
-    if (active_isa() == Isa::kAvx512 && __builtin_cpu_supports("avx512vnni")) return packed_matvec_avx512vnni;
-    return nullptr;
-  }();
-  return best;
+  static const bool vnni = __builtin_cpu_supports("avx512vnni");
+  return isa == Isa::kAvx512 && vnni ? packed_matvec_avx512vnni : nullptr;
 #else
+  (void)isa;
   return nullptr;
 #endif
 }
@@ -461,9 +459,11 @@ PackedMatvecFn packed_matvec_best() {
 }  // namespace laya::cpu
 
 namespace laya::cpu {
-QuantizeXFn quantize_x_best() {
+QuantizeXFn quantize_x_best(Isa isa) {
 #if defined(LAYA_HAVE_X86)
-  if (packed_matvec_best() == packed_matvec_avx512vnni) return quantize_x_avx512;
+  if (packed_matvec_best(isa) == packed_matvec_avx512vnni) return quantize_x_avx512;
+#else
+  (void)isa;
 #endif
   return quantize_x;
 }

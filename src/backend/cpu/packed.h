@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "backend/cpu/kernels.h"
 #include "core/tensor.h"
 
 namespace laya::cpu {
@@ -88,8 +89,8 @@ using QuantizeXFn = void (*)(const float* x, int64_t cols, QuantizedX* q);
 #if defined(LAYA_HAVE_X86)
 void quantize_x_avx512(const float* x, int64_t cols, QuantizedX* q);
 #endif
-// Matches packed_matvec_best() (scalar quantize_x when there is no fast path).
-QuantizeXFn quantize_x_best();
+// Matches packed_matvec_best(isa) (scalar quantize_x when there is no fast path).
+QuantizeXFn quantize_x_best(Isa isa = active_isa());
 
 using PackedMatvecFn = void (*)(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX& x, float* y);
 // y[g*16 .. g_end*16) for groups [g_begin, g_end).
@@ -112,10 +113,10 @@ bool packed_gemm_supported(DType type);
 void packed_gemm_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX* xs, int64_t n_tok,
                             float* y, int64_t ldy);
 #endif
-// The kernel for m.type from the fastest available set (see packed_matvec_best).
-PackedMatvecFn packed_matvec_for(DType type);
-// The fastest available; nullptr when the CPU has no fast path (then the
-// backend keeps using the file layout and float kernels).
-PackedMatvecFn packed_matvec_best();
+// The kernel for m.type from the fastest set of `isa` (see packed_matvec_best).
+PackedMatvecFn packed_matvec_for(DType type, Isa isa = active_isa());
+// The fastest of `isa` on this CPU; nullptr when there is no fast path (then
+// the backend keeps using the file layout and float kernels).
+PackedMatvecFn packed_matvec_best(Isa isa = active_isa());
 
 }  // namespace laya::cpu

@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 namespace laya {
 
@@ -37,7 +35,9 @@ Status CudaBackend::device_status() {
 }
 
 Result<std::unique_ptr<Backend>> CudaBackend::create(const BackendOptions& opt, const ForwardLimits& lim) {
-  (void)opt;  // threads and memory locking are the CPU's concerns
+  // Threads and memory locking are the CPU's concerns; the tuning is this
+  // backend's alone (the environment's defaults where the caller gave none).
+  const CudaTuning tuning = opt.cuda ? *opt.cuda : CudaTuning::from_env();
   LAYA_TRY(device_status());
   std::unique_ptr<CudaBackend> be(new CudaBackend(lim));
   LAYA_CUDA_TRY(cudaSetDevice(0), "cudaSetDevice(0)");
@@ -46,7 +46,7 @@ Result<std::unique_ptr<Backend>> CudaBackend::create(const BackendOptions& opt, 
   int lo = 0, hi = 0;
   LAYA_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&lo, &hi), "cudaDeviceGetStreamPriorityRange");
   LAYA_CUDA_TRY(cudaStreamCreateWithPriority(&be->stream_, cudaStreamNonBlocking, hi), "cudaStreamCreateWithPriority");
-  LAYA_CUDA_TRY(cuda::configure(lim.max_cols), "configuring the kernels for rows of {} values", lim.max_cols);
+  LAYA_CUDA_TRY(cuda::configure(tuning, &be->launch_), "configuring the kernels");
   LAYA_CUDA_TRY(cuda::configure_attention(), "configuring the attention kernels");
   // Block tables of up to max_ctx positions in blocks of at least 16.
   be->ids_cap_ = std::max<int64_t>(lim.max_ctx / 16 + 1, 64);
@@ -61,15 +61,9 @@ Result<std::unique_ptr<Backend>> CudaBackend::create(const BackendOptions& opt, 
   LAYA_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&be->split_counters_), be->split_counters_n_ * sizeof(int)),
                 "cudaMalloc of the attention split counters");
   LAYA_CUDA_TRY(cudaMemset(be->split_counters_, 0, be->split_counters_n_ * sizeof(int)), "zeroing the split counters");
-  const char* g = std::getenv("LAYA_CUDA_GRAPHS");
-  be->use_graphs_ = !(g && std::strcmp(g, "0") == 0);
-  const char* pin = std::getenv("LAYA_CUDA_PINNED");
-  be->use_pinned_ = !(pin && std::strcmp(pin, "0") == 0);
-  if (const char* a = std::getenv("LAYA_CUDA_ATTN_SPLIT")) {
-    char* end = nullptr;
-    const long v = std::strtol(a, &end, 10);
-    if (end != a && *end == 0 && v >= 1 && v <= 32) be->attn_split_ = static_cast<int>(v);
-  }
+  be->use_graphs_ = tuning.graphs;
+  be->use_pinned_ = tuning.pinned;
+  be->attn_split_ = tuning.attn_split;
   return std::unique_ptr<Backend>(std::move(be));
 }
 
@@ -255,7 +249,7 @@ Status CudaBackend::group(const MatmulOut* outs, int n_outs, const float* x, int
       LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* m, dev(*outs[i0 + i].w, "matmul"));
       job.m[i] = *m;
       job.y[i] = outs[i0 + i].y;
-      if (!cuda::matvec_tokens(n_tok, m->cols)) {
+      if (!cuda::matvec_tokens(launch_, n_tok, m->cols)) {
         if (f.norm_w || f.accumulate) {
           return Status(StatusCode::kInternal, fmt::format("cuda: a fused matmul of {} tokens x {} columns", n_tok, m->cols));
         }
@@ -263,8 +257,8 @@ Status CudaBackend::group(const MatmulOut* outs, int n_outs, const float* x, int
                       outs[i0 + i].w->name, dtype_name(m->type), m->rows, m->cols, n_tok);
       }
     }
-    if (cuda::matvec_tokens(n_tok, job.m[0].cols)) {
-      LAYA_CUDA_TRY(cuda::matvec(job, x, n_tok, stream_), "matmul {} {} ({} x {}) and {} more, n_tok {}",
+    if (cuda::matvec_tokens(launch_, n_tok, job.m[0].cols)) {
+      LAYA_CUDA_TRY(cuda::matvec(launch_, job, x, n_tok, stream_), "matmul {} {} ({} x {}) and {} more, n_tok {}",
                     outs[i0].w->name, dtype_name(job.m[0].type), job.m[0].rows, job.m[0].cols, job.n - 1, n_tok);
     }
   }
@@ -301,7 +295,7 @@ Status CudaBackend::norm_matmul_swiglu(const float* x, const Tensor& norm, float
   job.norm_w = nw;
   job.norm_eps = eps;
   job.norm_out = xn;
-  LAYA_CUDA_TRY(cuda::matvec(job, x, n_tok, stream_), "norm_matmul_swiglu {} ({} x {}) n_tok {}", dtype_name(g->type),
+  LAYA_CUDA_TRY(cuda::matvec(launch_, job, x, n_tok, stream_), "norm_matmul_swiglu {} ({} x {}) n_tok {}", dtype_name(g->type),
                 g->rows, g->cols, n_tok);
   return Status::Ok();
 }
@@ -323,7 +317,7 @@ Status CudaBackend::rope_kv_store(const KvLayerView& kv, float* q, float* k, con
                   fmt::format("cuda rope_kv_store: positions up to {} past the table's {}", pos0 + n_tok, rt.n_pos));
   }
   LAYA_CUDA_TRY(cuda::rope_kv_store(a, q, k, v, n_tok, n_head, pos0, rt.cos, rt.sin, rt.half, rt.interleaved,
-                                    n_tok == 1 ? dyn() : nullptr, stream_),
+                                    n_tok == 1 ? dyn() : nullptr, launch_.chained, stream_),
                 "rope_kv_store {} tokens x {}+{} heads x {} at {} ({} cache, layer {})", n_tok, n_head, n_head_kv, head_dim,
                 pos0, dtype_name(a.type), kv.layer);
   return Status::Ok();
@@ -333,8 +327,8 @@ Status CudaBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, cons
                                   float* gate_scratch, float* out) {
   LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* g, dev(w_gate, "matmul_swiglu"));
   LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* u, dev(w_up, "matmul_swiglu"));
-  if (cuda::matvec_tokens(n_tok, g->cols)) {
-    LAYA_CUDA_TRY(cuda::matvec(swiglu_job(*g, *u, gate_scratch, out), x, n_tok, stream_),
+  if (cuda::matvec_tokens(launch_, n_tok, g->cols)) {
+    LAYA_CUDA_TRY(cuda::matvec(launch_, swiglu_job(*g, *u, gate_scratch, out), x, n_tok, stream_),
                   "matmul_swiglu {} ({} x {}) n_tok {}", dtype_name(g->type), g->rows, g->cols, n_tok);
     return Status::Ok();
   }
@@ -439,7 +433,7 @@ Status CudaBackend::attention(const KvLayerView& kv, const float* q, int64_t n_t
   }
   LAYA_ASSIGN_OR_RETURN(const cuda::KvArgs a, kv_args(kv, "attention"));
   LAYA_CUDA_TRY(cuda::attention(a, q, n_tok, pos0, s.n_head, s.scale, out, n_tok == 1 ? dyn() : nullptr,
-                                attention_split(s), stream_),
+                                attention_split(s), launch_.chained, stream_),
                 "attention {} tokens at {} ({} heads, {} KV heads, head_dim {}, {} cache)", n_tok, pos0, s.n_head,
                 s.n_head_kv, s.head_dim, dtype_name(a.type));
   return Status::Ok();
@@ -450,7 +444,7 @@ cuda::AttnSplit CudaBackend::attention_split(const AttentionShape& s) const {
   cuda::AttnSplit sp;
   const int64_t head_groups = s.n_head_kv * ((s.n_head / s.n_head_kv + 7) / 8);
   int n = static_cast<int>(std::clamp<int64_t>(64 / std::max<int64_t>(head_groups, 1), 1, 32));
-  if (attn_split_ > 0) n = attn_split_;  // LAYA_CUDA_ATTN_SPLIT (measuring variants)
+  if (attn_split_ > 0) n = attn_split_;  // CudaTuning::attn_split (measuring variants)
   while (n > 1 && static_cast<size_t>(s.n_head * n * (s.head_dim + 2)) > split_scratch_floats_) n /= 2;
   if (static_cast<size_t>(head_groups) > split_counters_n_) n = 1;
   sp.n = n;

@@ -58,7 +58,7 @@ class CudaBackend final : public Backend {
                        int64_t n_head_kv, int64_t head_dim, int64_t pos0, const RopeTable& rt) override;
   // A decode step is captured into a CUDA graph the first time a sequence's
   // logits buffer ends one, and replayed after (its kernels read the token
-  // and position from device memory). LAYA_CUDA_GRAPHS=0 turns this off.
+  // and position from device memory). CudaTuning::graphs = false turns this off.
   Status step_begin(const KvLayerView& kv, int32_t token, int64_t pos, const float* logits, bool* replayed) override;
   Status step_end(bool ok) override;
 
@@ -81,13 +81,15 @@ class CudaBackend final : public Backend {
   };
   Status group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok, const Fuse& f);
   // The decode kernel takes n_tok tokens of w's width.
-  bool fusable(const Tensor& w, int64_t n_tok) const { return cuda::matvec_tokens(n_tok, w.cols()); }
+  bool fusable(const Tensor& w, int64_t n_tok) const { return cuda::matvec_tokens(launch_, n_tok, w.cols()); }
   // The F32 weight of an RMSNorm on the device, or kUnsupported.
   Result<const float*> norm_weight(const Tensor& w, const char* op) const;
   // Uploads one tensor into device memory at dst (its dev_bytes).
   Status upload_tensor(const Tensor& t, uint8_t* dst, cuda::DevMat* out);
 
   ForwardLimits lim_;
+  // The device's facts and this backend's tuning, for its launches.
+  cuda::Launch launch_;
   cudaStream_t stream_ = nullptr;
   std::string lock_note_;  // device memory is never paged: nothing to lock
   size_t prepared_bytes_ = 0;
@@ -103,7 +105,7 @@ class CudaBackend final : public Backend {
   // destination goes through the driver's own staging in small pieces.
   void* pinned_ = nullptr;
   size_t pinned_bytes_ = 0;
-  bool use_pinned_ = true;  // LAYA_CUDA_PINNED=0: download straight to pageable memory
+  bool use_pinned_ = true;  // CudaTuning::pinned; off for good once page-locked memory is refused
 
   // A decode step's attention split along the positions (cuda::AttnSplit):
   // its partial results and per-group counters, sized from ForwardLimits.
@@ -112,12 +114,12 @@ class CudaBackend final : public Backend {
   size_t split_scratch_floats_ = 0, split_counters_n_ = 0;
   // The split for a decode step of this shape (n = 1 where it does not fit).
   cuda::AttnSplit attention_split(const AttentionShape& s) const;
-  int attn_split_ = 0;  // LAYA_CUDA_ATTN_SPLIT=1..32: a fixed split (0: by shape)
+  int attn_split_ = 0;  // CudaTuning::attn_split: 1..32 a fixed split (0: by shape)
 
   // Decode-step graphs, by the logits buffer they end in (one per sequence;
   // every other buffer a step touches is the engine's and fixed).
   static constexpr size_t kMaxGraphs = 64;
-  bool use_graphs_ = true;
+  bool use_graphs_ = true;  // CudaTuning::graphs
   bool capturing_ = false;
   const float* capture_key_ = nullptr;
   int64_t* step_dev_ = nullptr;  // {token, position} of the step being run

@@ -24,6 +24,7 @@
 #endif
 
 #include "backend/cuda/layout.h"
+#include "backend/cuda_tuning.h"
 #include "core/dtype.h"
 
 namespace laya::cuda {
@@ -55,21 +56,30 @@ struct MatvecJob {
   bool prefetch = false;  // set by matvec(): the rows into L2 before pdl_wait() (a chained launch)
 };
 
+// What the launchers read: the device's facts and the tuning of the backend
+// that launches (each CudaBackend holds its own, made by configure()).
+struct Launch {
+  CudaTuning tuning;
+  size_t smem_optin = 48 * 1024;  // shared memory matvec_tokens() may ask for (configure() sets it)
+  int sms = 1;                    // multiprocessors of the device
+  // launch_chained() (launch.cuh) lets a kernel start before the one before
+  // it has finished: tuning.chained, where the device has programmatic
+  // dependent launch (compute capability 9.0+).
+  bool chained = false;
+};
+
 // Raises the matrix-vector kernels' dynamic shared-memory limit to the
-// device's opt-in maximum, and decides programmatic dependent launch: on
-// unless LAYA_CUDA_PDL=0, where the device has it (compute capability 9.0+).
-// Call once per device.
-cudaError_t configure(int64_t max_cols);
-// Whether launch_chained() (dequant.cuh) lets a kernel start before the one
-// before it has finished.
-bool pdl_enabled();
+// device's opt-in maximum and fills *out from the device and `tuning`.
+// Call once per backend (the limits are the device's; setting them again is
+// harmless).
+cudaError_t configure(const CudaTuning& tuning, Launch* out);
 
 // The matrix-vector kernel also takes a few tokens (a keystroke's edit):
-// true when n_tok rows of `cols` values fit its shared memory (configure() first).
+// true when n_tok rows of `cols` values fit its shared memory.
 constexpr int64_t kMaxVecTok = 8;
-bool matvec_tokens(int64_t n_tok, int64_t cols);
+bool matvec_tokens(const Launch& l, int64_t n_tok, int64_t cols);
 // y[i] (n_tok, rows_i) = x (n_tok, cols) . m[i]^T; swiglu as above, per token.
-cudaError_t matvec(const MatvecJob& job, const float* x, int64_t n_tok, cudaStream_t s);
+cudaError_t matvec(const Launch& l, const MatvecJob& job, const float* x, int64_t n_tok, cudaStream_t s);
 // y (n_tok, rows) = x (n_tok, cols) . m^T for any n_tok (tiled, float32).
 cudaError_t gemm(const DevMat& m, const float* x, int64_t n_tok, float* y, cudaStream_t s);
 // A recorded decode step (a CUDA graph) replays with other tokens and
@@ -106,10 +116,11 @@ struct KvArgs {
 cudaError_t kv_store(const KvArgs& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0, const int64_t* dyn,
                      cudaStream_t s);
 // rope of q (n_tok, n_head, head_dim) and k (n_tok, kv.n_head_kv, head_dim)
-// in place, then kv_store(k, v): one launch for F32 / F16 caches.
+// in place, then kv_store(k, v): one launch for F32 / F16 caches. chained:
+// Launch::chained.
 cudaError_t rope_kv_store(const KvArgs& kv, float* q, float* k, const float* v, int64_t n_tok, int64_t n_head,
                           int64_t pos0, const float* cos, const float* sin, int64_t half, bool interleaved,
-                          const int64_t* dyn, cudaStream_t s);
+                          const int64_t* dyn, bool chained, cudaStream_t s);
 // A decode step's attention split along the positions into n blocks per
 // head group: scratch holds n_head * n * (head_dim + 2) floats, counters one
 // zeroed int per (KV head, group of 8 query heads). n = 1: no split.
@@ -118,9 +129,9 @@ struct AttnSplit {
   float* scratch = nullptr;
   int* counters = nullptr;
 };
-// head_dim in {32, 64, 96, 128, 256}; any group size.
+// head_dim in {32, 64, 96, 128, 256}; any group size. chained: Launch::chained.
 cudaError_t attention(const KvArgs& kv, const float* q, int64_t n_tok, int64_t pos0, int64_t n_head, float scale,
-                      float* out, const int64_t* dyn, const AttnSplit& split, cudaStream_t s);
+                      float* out, const int64_t* dyn, const AttnSplit& split, bool chained, cudaStream_t s);
 bool attention_supported(int64_t head_dim);
 // Raises the attention kernels' shared-memory limits (head_dim 256 needs
 // more than the default 48 KB). Call once per device.

@@ -4,7 +4,7 @@
 // their first weight loads with the tail of the kernel before. The kernel
 // must begin with pdl_wait() (dequant.cuh) before it touches activations.
 // Captured into a decode step's CUDA graph as programmatic edges. Where
-// pdl_enabled() is false (LAYA_CUDA_PDL=0; older GPUs) it is a plain launch.
+// `chained` (Launch::chained) is false it is a plain launch.
 #pragma once
 
 #include "backend/cuda/dequant.cuh"
@@ -12,8 +12,10 @@
 namespace laya::cuda {
 
 template <typename... P, typename... A>
-cudaError_t launch_chained(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, A... args) {
+cudaError_t launch_chained(bool chained, void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+                           A... args) {
 #if defined(LAYA_CUDA_EMULATE)
+  (void)chained;
   LAYA_LAUNCH(kernel, grid, block, smem, s)(args...);
   return cudaGetLastError();
 #else
@@ -24,7 +26,7 @@ cudaError_t launch_chained(void (*kernel)(P...), dim3 grid, dim3 block, size_t s
   cfg.stream = s;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
+  attr[0].val.programmaticStreamSerializationAllowed = chained ? 1 : 0;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
   return cudaLaunchKernelEx(&cfg, kernel, args...);

@@ -3,8 +3,6 @@
 // tokens, and get_rows. Both products read the weights in their stored form
 // and multiply in float32 (as the CPU reference does).
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <mutex>
 #include <type_traits>
@@ -357,8 +355,7 @@ using StreamFn = void (*)(const MatvecJob, const float*, int64_t, int64_t, int64
 // units, 2 blocks per SM (registers). Measured on the H200, 1B decode p50:
 // BF16 1.558 -> 1.464 ms; Q8_0, where only the FFN's down rows qualify,
 // 1.372 -> 1.385 with every row deep (noise), so only the long rows are.
-// LAYA_CUDA_STREAM_DEEP=0 turns it off.
-bool g_stream_deep = true;
+// CudaTuning::stream_deep = false (LAYA_CUDA_STREAM_DEEP=0) turns it off.
 
 template <class U>
 StreamFn stream_of(bool swiglu, bool one_token, bool deep) {
@@ -380,13 +377,14 @@ bool one_type(const MatvecJob& job) {
 }
 
 // The streaming kernel for a job, or nullptr where the per-row kernel takes it
-// (matrices of different types, or a type without 16-byte units).
-StreamFn stream_for(const MatvecJob& job, int64_t n_tok) {
+// (matrices of different types, or a type without 16-byte units). deep_ok:
+// CudaTuning::stream_deep.
+StreamFn stream_for(const MatvecJob& job, int64_t n_tok, bool deep_ok) {
   if (!one_type(job)) return nullptr;
   const bool one = n_tok == 1;
   // Q8_0 / F16 / BF16 rows are whole 16-byte units (the device stride); the
   // deep chunks want 64 * B of them a lane.
-  const bool deep = g_stream_deep && static_cast<int64_t>(job.m[0].stride / 16) >= 64 * stream_units<UnitQ8, 1>();
+  const bool deep = deep_ok && static_cast<int64_t>(job.m[0].stride / 16) >= 64 * stream_units<UnitQ8, 1>();
   static_assert(stream_units<UnitQ8, 1>() == stream_units<Unit16<true>, 1>());
   switch (job.m[0].type) {
     case DType::F32: return stream_of<UnitF32>(job.swiglu, one, deep);
@@ -507,20 +505,6 @@ __global__ void get_rows_kernel(const DevMat m, const Ids64 ids, float* __restri
 
 int64_t padded_cols(int64_t cols) { return (cols + kPadCols - 1) / kPadCols * kPadCols; }
 
-size_t g_smem_optin = 48 * 1024;  // the device's opt-in shared memory per block (configure())
-bool g_pdl = false;               // programmatic dependent launch (configure())
-// Tuning knobs read once by configure(), for measuring variants on the GPU
-// in one call (bench/cuda/run_on_device.sh's "sweep"): LAYA_CUDA_PREFETCH=1
-// prefetches a warp's rows into L2 before staging x even without chained
-// launches; LAYA_CUDA_RPW=1..4 fixes the rows per warp.
-bool g_prefetch = false;
-int g_rpw = 0;
-// The streaming kernel (on unless LAYA_CUDA_STREAM=0); LAYA_CUDA_STREAM_BLOCKS=1..32
-// fixes its blocks per SM (default: as many as fit, cudaOccupancy...).
-bool g_stream = true;
-int g_stream_blocks = 0;
-int g_sms = 1;  // multiprocessors of the device
-
 }  // namespace
 
 namespace {
@@ -533,8 +517,7 @@ cudaError_t allow_smem(const void* f, size_t bytes) {
 }
 }  // namespace
 
-cudaError_t configure(int64_t max_cols) {
-  (void)max_cols;
+cudaError_t configure(const CudaTuning& tuning, Launch* out) {
   // The whole opt-in shared memory: x of up to kMaxVecTok tokens (matvec_tokens()).
   int dev = 0, optin = 0, major = 0;
   if (cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
@@ -554,34 +537,21 @@ cudaError_t configure(int64_t max_cols) {
     if (cudaError_t e = allow_smem(reinterpret_cast<const void*>(f), bytes); e != cudaSuccess) return e;
   for (StreamFn f : all_stream_kernels())
     if (cudaError_t e = allow_smem(reinterpret_cast<const void*>(f), bytes); e != cudaSuccess) return e;
-  if (cudaError_t e = cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, dev); e != cudaSuccess) return e;
-  g_smem_optin = bytes - 1024;  // what matvec_tokens() may ask for: the reduction's static bytes are far fewer
-  // On unless LAYA_CUDA_PDL=0: with the streaming kernel, whose first weight loads go out before
-  // pdl_wait(), llama-3.2-1b Q8_0 decode p50 1.277 -> 1.210 ms on the H200. (With the per-row kernel
-  // alone it measured slower, 1.70 against 1.63: its L2 prefetches competed with the running kernel.)
-  auto knob = [](const char* name) {
-    const char* v = std::getenv(name);
-    return v && std::strcmp(v, "1") == 0;
-  };
-  const char* pdl = std::getenv("LAYA_CUDA_PDL");
-  g_pdl = major >= 9 && !(pdl && std::strcmp(pdl, "0") == 0);
-  g_prefetch = knob("LAYA_CUDA_PREFETCH");
-  const char* st = std::getenv("LAYA_CUDA_STREAM");
-  g_stream = !(st && std::strcmp(st, "0") == 0);
-  const char* sb = std::getenv("LAYA_CUDA_STREAM_BLOCKS");
-  g_stream_blocks = sb ? std::clamp(std::atoi(sb), 0, 32) : 0;
-  const char* sd = std::getenv("LAYA_CUDA_STREAM_DEEP");
-  g_stream_deep = !(sd && std::strcmp(sd, "0") == 0);
-  const char* rpw = std::getenv("LAYA_CUDA_RPW");
-  g_rpw = rpw && rpw[0] >= '1' && rpw[0] <= '4' && rpw[1] == 0 ? rpw[0] - '0' : 0;
+  Launch l;
+  l.tuning = tuning;
+  if (cudaError_t e = cudaDeviceGetAttribute(&l.sms, cudaDevAttrMultiProcessorCount, dev); e != cudaSuccess) return e;
+  l.smem_optin = bytes - 1024;  // what matvec_tokens() may ask for: the reduction's static bytes are far fewer
+  // On by default: with the streaming kernel, whose first weight loads go out before pdl_wait(),
+  // llama-3.2-1b Q8_0 decode p50 1.277 -> 1.210 ms on the H200. (With the per-row kernel alone it
+  // measured slower, 1.70 against 1.63: its L2 prefetches competed with the running kernel.)
+  l.chained = major >= 9 && tuning.chained;
+  *out = l;
   return cudaSuccess;
 }
 
-bool pdl_enabled() { return g_pdl; }
-
-bool matvec_tokens(int64_t n_tok, int64_t cols) {
+bool matvec_tokens(const Launch& l, int64_t n_tok, int64_t cols) {
   return n_tok >= 1 && n_tok <= kMaxVecTok &&
-         static_cast<size_t>(n_tok * xpad_size(padded_cols(cols))) * sizeof(float) <= std::min<size_t>(g_smem_optin, 128 * 1024);
+         static_cast<size_t>(n_tok * xpad_size(padded_cols(cols))) * sizeof(float) <= std::min<size_t>(l.smem_optin, 128 * 1024);
 }
 
 namespace {
@@ -604,15 +574,15 @@ int resident_blocks(StreamFn f, size_t smem) {
 // Warps of the streaming kernel for `total` rows: no more than the GPU runs at
 // once, and as few as give every warp the same number of rows (the slowest
 // warp sets the kernel's time).
-int64_t stream_warps(StreamFn f, size_t smem, int64_t total) {
-  const int per_sm = g_stream_blocks > 0 ? g_stream_blocks : resident_blocks(f, smem);
-  const int64_t most = static_cast<int64_t>(g_sms) * per_sm * kWarps;
+int64_t stream_warps(const Launch& l, StreamFn f, size_t smem, int64_t total) {
+  const int per_sm = l.tuning.stream_blocks > 0 ? l.tuning.stream_blocks : resident_blocks(f, smem);
+  const int64_t most = static_cast<int64_t>(l.sms) * per_sm * kWarps;
   const int64_t rows_each = (total + most - 1) / most;
   return (total + rows_each - 1) / rows_each;
 }
 }  // namespace
 
-cudaError_t matvec(const MatvecJob& job, const float* x, int64_t n_tok, cudaStream_t s) {
+cudaError_t matvec(const Launch& l, const MatvecJob& job, const float* x, int64_t n_tok, cudaStream_t s) {
   const int64_t cols = job.m[0].cols, padded = padded_cols(cols);
   int64_t total = 0;
   if (job.swiglu) {
@@ -623,17 +593,18 @@ cudaError_t matvec(const MatvecJob& job, const float* x, int64_t n_tok, cudaStre
   // Rows per warp: up to 4 where there are rows enough to fill the GPU twice
   // over (x is staged once per block), 1 for small matrices.
   const int64_t warps_wanted = 132 * 64 * 2;
-  const int rpw = g_rpw > 0 ? g_rpw : static_cast<int>(std::clamp<int64_t>(total / warps_wanted, 1, 4));
+  const int rpw = l.tuning.rows_per_warp > 0 ? l.tuning.rows_per_warp
+                                             : static_cast<int>(std::clamp<int64_t>(total / warps_wanted, 1, 4));
   const int64_t blocks = (total + kWarps * rpw - 1) / (kWarps * rpw);
   MatvecJob j = job;
-  j.prefetch = pdl_enabled() || g_prefetch;
-  if (StreamFn f = g_stream ? stream_for(j, n_tok) : nullptr) {
+  j.prefetch = l.chained || l.tuning.prefetch;
+  if (StreamFn f = l.tuning.stream ? stream_for(j, n_tok, l.tuning.stream_deep) : nullptr) {
     const size_t smem = static_cast<size_t>(n_tok * xpad_size(padded)) * sizeof(float);
-    const int64_t warps = stream_warps(f, smem, total);
-    return launch_chained(f, dim3(static_cast<unsigned>((warps + kWarps - 1) / kWarps)), dim3(kWarps * 32), smem, s, j, x,
-                          cols, padded, total, static_cast<int>(n_tok));
+    const int64_t warps = stream_warps(l, f, smem, total);
+    return launch_chained(l.chained, f, dim3(static_cast<unsigned>((warps + kWarps - 1) / kWarps)), dim3(kWarps * 32),
+                          smem, s, j, x, cols, padded, total, static_cast<int>(n_tok));
   }
-  return launch_chained(matvec_for(j), dim3(static_cast<unsigned>(blocks)), dim3(kWarps * 32),
+  return launch_chained(l.chained, matvec_for(j), dim3(static_cast<unsigned>(blocks)), dim3(kWarps * 32),
                         static_cast<size_t>(n_tok * xpad_size(padded)) * sizeof(float), s, j, x, cols, padded, total, rpw,
                         static_cast<int>(n_tok));
 }

@@ -382,14 +382,14 @@ constexpr size_t attention_smem() {
 
 template <int ND>
 cudaError_t launch_attention(const KvArgs& kv, const float* q, int64_t n_tok, int64_t pos0, int64_t n_head, float scale,
-                             float* out, const int64_t* dyn, const AttnSplit& split, cudaStream_t s) {
+                             float* out, const int64_t* dyn, const AttnSplit& split, bool chained, cudaStream_t s) {
   const int64_t group = n_head / kv.n_head_kv;
   AttnSplit sp = split;
   if (n_tok != 1 || sp.n < 1) sp.n = 1;  // several tokens: a block per token already
   const dim3 grid(static_cast<unsigned>(n_tok), static_cast<unsigned>(kv.n_head_kv),
                   static_cast<unsigned>((group + kMaxG - 1) / kMaxG * sp.n));
   const size_t smem = attention_smem<ND>();
-  if (cudaError_t e = launch_chained(attention_kernel<ND>, grid, dim3(kAttnWarps * 32), smem, s, kv, q, pos0, n_head, group,
+  if (cudaError_t e = launch_chained(chained, attention_kernel<ND>, grid, dim3(kAttnWarps * 32), smem, s, kv, q, pos0, n_head, group,
                                      scale, out, dyn, sp);
       e != cudaSuccess)
     return e;
@@ -444,11 +444,11 @@ cudaError_t kv_store(const KvArgs& kv, const float* k, const float* v, int64_t n
 
 cudaError_t rope_kv_store(const KvArgs& kv, float* q, float* k, const float* v, int64_t n_tok, int64_t n_head,
                           int64_t pos0, const float* cos, const float* sin, int64_t half, bool interleaved,
-                          const int64_t* dyn, cudaStream_t s) {
+                          const int64_t* dyn, bool chained, cudaStream_t s) {
   const int64_t n = n_tok * (n_head + kv.n_head_kv) * (kv.head_dim / 2);
   if (n == 0) return cudaSuccess;
   const bool store = kv.type != DType::Q8_0;  // Q8_0 quantizes whole 32-value groups: its own kernel after
-  const cudaError_t e = launch_chained(rope_store_kernel, dim3(blocks_for(n, 256)), dim3(256), 0, s, q, k, v, kv, store,
+  const cudaError_t e = launch_chained(chained, rope_store_kernel, dim3(blocks_for(n, 256)), dim3(256), 0, s, q, k, v, kv, store,
                                        n_tok, n_head, kv.n_head_kv, kv.head_dim, pos0, cos, sin, half, interleaved, dyn);
   if (e != cudaSuccess || store) return e;
   return kv_store(kv, k, v, n_tok, pos0, dyn, s);
@@ -469,14 +469,14 @@ cudaError_t configure_attention() {
 bool attention_supported(int64_t hd) { return hd == 32 || hd == 64 || hd == 96 || hd == 128 || hd == 256; }
 
 cudaError_t attention(const KvArgs& kv, const float* q, int64_t n_tok, int64_t pos0, int64_t n_head, float scale,
-                      float* out, const int64_t* dyn, const AttnSplit& split, cudaStream_t s) {
+                      float* out, const int64_t* dyn, const AttnSplit& split, bool chained, cudaStream_t s) {
   if (n_tok == 0) return cudaSuccess;
   switch (kv.head_dim) {
-    case 32: return launch_attention<1>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, s);
-    case 64: return launch_attention<2>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, s);
-    case 96: return launch_attention<3>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, s);
-    case 128: return launch_attention<4>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, s);
-    case 256: return launch_attention<8>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, s);
+    case 32: return launch_attention<1>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, chained, s);
+    case 64: return launch_attention<2>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, chained, s);
+    case 96: return launch_attention<3>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, chained, s);
+    case 128: return launch_attention<4>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, chained, s);
+    case 256: return launch_attention<8>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, chained, s);
     default: return cudaErrorInvalidValue;
   }
 }
