@@ -9,9 +9,9 @@
 
 #include "core/sha256.h"
 #include "test_util.h"
-#include "trace.h"
+#include "player/trace.h"
 
-namespace laya::cli {
+namespace laya::player {
 namespace {
 
 const std::string kZeros(64, '0');
@@ -138,4 +138,4 @@ TEST(TraceParse, FixtureTracesLoadAndRebuild) {
 }
 
 }  // namespace
-}  // namespace laya::cli
+}  // namespace laya::player
