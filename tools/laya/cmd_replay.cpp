@@ -1,11 +1,17 @@
 // laya replay [-m MODEL] TRACE.jsonl... [--fast] [--verify] [--json out.json] [--max-tokens 8] [-t N]
 //             [--pace-cap-ms N] [--no-heal] [--fim psm|spm|off] [--fim-suffix-tokens 32]
+//             [--suggestions-out FILE]
 // Plays typing traces (../shared/fixtures/traces/README.md) on one long-lived
 // Session per trace, as an editor would: after every event (insert, delete,
 // move, accept) it asks for a suggestion and records its latency and work.
 // The player, the pace (--fast, --gap-ms, --pace-cap-ms, the recorded one),
 // --verify and --idle-extend, and the definitions of every figure printed:
 // player/trace_player.h. This file holds the options and the output.
+//
+// --suggestions-out FILE: every completed suggestion as a JSON line
+// {"trace": name, "event": index of the event in the trace (from 0), "text",
+// "tokens"}, so that two builds can be compared suggestion by suggestion
+// (bench/ab_suggestions.sh plays with --fast, where every event completes).
 //
 // Hot model swap (issue 12): --swap-to OTHER --swap-every N swaps the model
 // between -m and OTHER every N events on another thread, while the events
@@ -25,6 +31,7 @@
 #include <vector>
 
 #include "cli_util.h"
+#include "core/atomic_file.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "outputs.h"
@@ -50,7 +57,7 @@ using player::TracePlayer;
 
 struct ReplayArgs {
   std::vector<std::string> paths;
-  std::string json_path, html_path, peer_path;
+  std::string json_path, html_path, peer_path, suggestions_path;
   bool fast = false, verify = false, samples = false, no_heal = false;
   int max_tokens = 8, idle_extend = 0;
   int64_t max_ctx = 2048;
@@ -86,6 +93,9 @@ void add_options(CLI::App& app, ReplayArgs& a) {
   app.add_option("--peer", a.peer_path,
                  "with --html: llama-server's results (bench/llamacpp_typing_client.py --json) on the same axes");
   app.add_flag("--samples", a.samples, "with --json: also every event's suggest_ms, first_token_ms and tokens computed");
+  app.add_option("--suggestions-out", a.suggestions_path,
+                 "write every completed suggestion to this file, one JSON line each: trace, event, text, tokens "
+                 "(bench/ab_suggestions.sh compares two builds with it)");
   app.add_option("--max-tokens", a.max_tokens, "tokens per suggestion")->transform(int_in(1, 64));
   app.add_option("--idle-extend", a.idle_extend,
                  "idle-time work: tokens each completed suggestion is extended by while the next event has not "
@@ -196,9 +206,19 @@ bool print_swaps(const nlohmann::json& j, bool bad_asked) {
 
 // The output files' rules, checked before any work, and --peer's samples.
 struct ReplayOutputs {
-  OutputOptions json_opt, html_opt;
+  OutputOptions json_opt, html_opt, suggestions_opt;
   std::map<std::string, std::vector<double>> peer;
 };
+
+// --suggestions-out replaces only an earlier suggestions file.
+OutputOptions suggestions_output(const std::vector<std::string>& inputs) {
+  OutputOptions o;
+  o.option = "--suggestions-out";
+  o.inputs = inputs;
+  o.kind = "a replay suggestions file (JSON lines)";
+  o.replaceable = [](const std::string& p) { return file_starts_with(p, "{\"trace\":"); };
+  return o;
+}
 
 // The option combinations, then every output (never a trace or a model, and
 // an existing file only when it is an earlier output of its kind).
@@ -221,6 +241,12 @@ Status check_args_and_outputs(ReplayArgs& a, ReplayOutputs* out) {
     }
   } else if (!a.peer_path.empty()) {
     return Status(StatusCode::kInvalidArgument, "--peer needs --html (it draws the peer's samples)");
+  }
+  out->suggestions_opt = suggestions_output(a.inputs);
+  if (!a.suggestions_path.empty()) {
+    if (a.suggestions_path == a.json_path || a.suggestions_path == a.html_path)
+      return Status(StatusCode::kInvalidArgument, "--suggestions-out names the same file as --json or --html");
+    LAYA_TRY(check_output(a.suggestions_path, out->suggestions_opt));
   }
   return Status::Ok();
 }
@@ -288,6 +314,7 @@ struct ReplayRun {
   LatencyStats all;
   json per = json::object();
   std::vector<ReportTrace> report;  // per trace, for --html
+  std::string suggestions;          // --suggestions-out's lines
   Status failed;
 };
 
@@ -308,6 +335,11 @@ ReplayRun play_traces(TracePlayer& rp, const std::vector<Trace>& traces, const R
       bar.clear();
       fmt::print(stderr, "laya replay: {}\n", message);
     };
+    if (!a.suggestions_path.empty())
+      hooks.on_suggestion = [&](size_t event, const Suggestion& sg) {
+        nlohmann::ordered_json line = {{"trace", t.name}, {"event", event}, {"text", sg.text}, {"tokens", sg.tokens}};
+        run.suggestions += line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+      };
     run.failed = rp.play(t, &s, hooks);
     bar.clear();  // before any result line
     if (!run.failed.ok()) break;
@@ -344,10 +376,11 @@ json result_json(const ReplayArgs& a, const ReplayRun& run, const json& swaps) {
   return out;
 }
 
-// --json and --html, as far as the run went.
+// --json, --suggestions-out and --html, as far as the run went.
 Status write_outputs(const ReplayArgs& a, ReplayRun& run, const json& swaps, const ReplayOutputs& outs, int argc,
                      char** argv) {
   if (!a.json_path.empty()) LAYA_TRY(write_file_atomic(a.json_path, dump_json(result_json(a, run, swaps)), outs.json_opt));
+  if (!a.suggestions_path.empty()) LAYA_TRY(write_file_atomic(a.suggestions_path, run.suggestions, outs.suggestions_opt));
   if (a.html_path.empty() || run.report.empty()) return Status::Ok();
   ReportInput in;
   in.model = a.flags.model_path;
