@@ -1,4 +1,4 @@
-// libFuzzer target: arbitrary bytes as a typing trace (tools/laya/trace.h).
+// libFuzzer target: arbitrary bytes as a typing trace (tools/laya/player/trace.h).
 // parse_trace must return a Status or a trace whose every event fits the
 // document as it is at that point; final_document must then rebuild it (or
 // refuse the sha256) without reading out of bounds. No crash, no sanitizer

@@ -1,4 +1,4 @@
-// Typing traces checked as a whole (tools/laya/trace.h, issue 11): every
+// Typing traces checked as a whole (tools/laya/player/trace.h, issue 11): every
 // malformed trace of the issue is refused with the file, the line and the
 // field; a valid one rebuilds its document and matches final_sha256.
 #include <gtest/gtest.h>

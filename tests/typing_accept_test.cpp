@@ -1,4 +1,4 @@
-// bench-typing's acceptance rule (tools/laya/typing_accept.h): the common
+// bench-typing's acceptance rule (tools/laya/player/typing_accept.h): the common
 // prefix of suggestion and document, cut back to the last word boundary;
 // every Han ideograph is a word of its own (UAX #29), Latin words are not cut.
 #include <gtest/gtest.h>
