@@ -91,7 +91,7 @@ def byte_level_vocab():
 
 
 def trace(name, events, header_extra=None):
-    """A valid typing trace (tools/laya/trace.h): the header with the rebuilt
+    """A valid typing trace (tools/laya/player/trace.h): the header with the rebuilt
     document's sha256 and counts, then one event per line."""
     doc = ""
     for e in events:

@@ -275,6 +275,36 @@ TEST_F(CliFiles, ReplayFastVerifyOnTheDefaultModel) {
   EXPECT_LE(j["suggest_ms"]["p50"].get<double>(), j["suggest_ms"]["max"].get<double>());
 }
 
+// --suggestions-out: one JSON line per completed suggestion (all of them with
+// --fast), in event order, with the text and the token ids; a second run
+// replaces its own file, never another kind of file.
+TEST_F(CliFiles, ReplaySuggestionsOutWritesEveryEvent) {
+  const std::string model = std::string(LAYA_SOURCE_DIR) + "/models/laya-default-q8_0.gguf";
+  const std::string trace = write("synth.jsonl", synthetic_trace());
+  const std::string out = (dir_ / "s.jsonl").string();
+  CliResult r = run("replay -m " + model + " -t 2 --fast " + trace + " --suggestions-out " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string first = read_all(out);
+  size_t n = 0;
+  for (size_t b = 0, e; b < first.size(); b = e + 1, ++n) {
+    e = first.find('\n', b);
+    ASSERT_NE(e, std::string::npos);
+    const auto j = nlohmann::json::parse(first.substr(b, e - b), nullptr, false);
+    ASSERT_TRUE(j.is_object()) << first.substr(b, e - b);
+    EXPECT_EQ(j["trace"], "synth");
+    EXPECT_EQ(j["event"], n);
+    EXPECT_TRUE(j["text"].is_string());
+    EXPECT_TRUE(j["tokens"].is_array());
+  }
+  EXPECT_EQ(n, 32u);
+  r = run("replay -m " + model + " -t 2 --fast " + trace + " --suggestions-out " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(read_all(out), first);  // greedy: the same suggestions again
+  r = run("replay -m " + model + " --fast " + trace + " --suggestions-out " + trace);
+  EXPECT_EQ(r.code, 2) << r.out;  // a usage error, refused before any work
+  EXPECT_NE(r.out.find("is also an input"), std::string::npos) << r.out;
+}
+
 // Bad traces fail before the model is loaded, naming the file (and the line).
 TEST_F(CliFiles, ReplayBadTracesNameFileAndLine) {
   const std::string head = "{\"trace\":\"t\",\"final_sha256\":\"" + std::string(64, '0') + "\"}\n";

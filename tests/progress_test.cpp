@@ -1,7 +1,7 @@
 // The CLI's progress bar (tools/laya/progress.h): the line's text as a pure
 // function, its width on any terminal, and the drawing itself (on a file put
 // in place of stderr): nothing when disabled, few redraws, wiped at the end.
-// Also the latency samples replay and bench-typing share (latency_stats.h).
+// Also the one stats type replay and bench-typing fill (player/latency_stats.h).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "latency_stats.h"
+#include "player/latency_stats.h"
 #include "progress.h"
 #include "report_html.h"
 #include "session/session.h"
@@ -153,7 +153,7 @@ TEST(Progress, DrawsAFewTimesASecondAndWipesItself) {
   EXPECT_EQ(out.substr(prev + 1, out.size() - prev - 2), std::string(out.size() - prev - 2, ' '));
 }
 
-TEST(LatencySamples, RecordAddJsonAndReport) {
+TEST(LatencyStats, RecordAddJsonAndReport) {
   Suggestion a, b;
   a.timings.tokens_computed = 5;
   a.timings.tokenize_ms = 0.1;
@@ -162,7 +162,7 @@ TEST(LatencySamples, RecordAddJsonAndReport) {
   a.window_moved = true;
   a.healed_bytes = 2;
   b.typed_through = 1;  // typed through with nothing computed: free
-  LatencySamples s, t;
+  player::LatencyStats s, t;
   s.record(4, 1, a);
   t.record(0.01, 0.01, b);
   s.add(t);
@@ -172,6 +172,8 @@ TEST(LatencySamples, RecordAddJsonAndReport) {
   EXPECT_EQ(s.free_keystrokes, 1);
   EXPECT_EQ(s.window_moves, 1);
   EXPECT_EQ(s.healed_events, 1);
+  EXPECT_EQ(s.decode_steps, 2);
+  EXPECT_EQ(s.prefill_tokens(), 5);
   nlohmann::json j;
   s.add_json(&j);
   EXPECT_EQ(j["suggest_ms"]["max"], 4.0);
@@ -179,12 +181,33 @@ TEST(LatencySamples, RecordAddJsonAndReport) {
   EXPECT_EQ(j["tokens_computed_per_event"]["max"], 5);
   EXPECT_EQ(j["free_keystrokes"], 1);
   EXPECT_EQ(j["fim_events"], 0);
-  const ReportTrace r = s.report_trace("t");
+  const ReportTrace r = report_trace(s, "t");
   EXPECT_EQ(r.name, "t");
   EXPECT_EQ(r.computed, (std::vector<long long>{5, 0}));
   EXPECT_EQ(r.free_keystroke, s.free);
   EXPECT_EQ(r.prefill_ms, s.prefill_ms);
   EXPECT_NE(s.lines().find("suggest_ms      p50 0.010"), std::string::npos) << s.lines();
+  EXPECT_EQ(r.typing.chars, 0);  // not a typist's run: no keystroke figures in the report
+}
+
+// The typist's counts add up and give the savings and acceptance replay's
+// report and bench-typing print.
+TEST(LatencyStats, TypingCountsAddUp) {
+  player::LatencyStats a, b;
+  a.chars = 10, a.keystrokes = 6, a.shown = 4, a.accepted = 2, a.accepted_chars = 5;
+  b.chars = 10, b.keystrokes = 10, b.shown = 4, b.accepted = 0;
+  a.add(b);
+  EXPECT_DOUBLE_EQ(a.savings(), 1.0 - 16.0 / 20.0);
+  EXPECT_DOUBLE_EQ(a.acceptance(), 2.0 / 8.0);
+  EXPECT_EQ(report_trace(a, "t").typing.accepted_chars, 5);
+  EXPECT_DOUBLE_EQ(player::LatencyStats{}.savings(), 0.0);
+}
+
+// laya bench's decode steps: interpolated between ranks, as llama-bench's.
+TEST(LatencyStats, InterpolatedPercentile) {
+  EXPECT_DOUBLE_EQ(player::interpolated_percentile({1, 2, 3, 4}, 0.5), 2.5);
+  EXPECT_DOUBLE_EQ(player::percentile(std::vector<double>{1, 2, 3, 4}, 0.5), 2.0);
+  EXPECT_DOUBLE_EQ(player::interpolated_percentile({}, 0.5), 0.0);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Typing traces checked as a whole (tools/laya/trace.h, issue 11): every
+// Typing traces checked as a whole (tools/laya/player/trace.h, issue 11): every
 // malformed trace of the issue is refused with the file, the line and the
 // field; a valid one rebuilds its document and matches final_sha256.
 #include <gtest/gtest.h>
@@ -9,9 +9,9 @@
 
 #include "core/sha256.h"
 #include "test_util.h"
-#include "trace.h"
+#include "player/trace.h"
 
-namespace laya::cli {
+namespace laya::player {
 namespace {
 
 const std::string kZeros(64, '0');
@@ -138,4 +138,4 @@ TEST(TraceParse, FixtureTracesLoadAndRebuild) {
 }
 
 }  // namespace
-}  // namespace laya::cli
+}  // namespace laya::player

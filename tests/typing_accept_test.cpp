@@ -1,11 +1,11 @@
-// bench-typing's acceptance rule (tools/laya/typing_accept.h): the common
+// bench-typing's acceptance rule (tools/laya/player/typing_accept.h): the common
 // prefix of suggestion and document, cut back to the last word boundary;
 // every Han ideograph is a word of its own (UAX #29), Latin words are not cut.
 #include <gtest/gtest.h>
 
-#include "typing_accept.h"
+#include "player/typing_accept.h"
 
-namespace laya::cli {
+namespace laya::player {
 namespace {
 
 int64_t accepted(const std::string& sug, const std::string& rest) {
@@ -43,4 +43,4 @@ TEST(TypingAccept, InvalidUtf8BecomesReplacementCharacters) {
 }
 
 }  // namespace
-}  // namespace laya::cli
+}  // namespace laya::player

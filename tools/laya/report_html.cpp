@@ -10,10 +10,12 @@
 
 #include "core/io.h"
 #include "core/json.h"
-#include "latency_stats.h"
+#include "player/latency_stats.h"
 #include "svg_plot.h"
 
 namespace laya::cli {
+
+using player::percentile;
 namespace {
 
 constexpr const char* kLaya = "#e4572e";
@@ -158,6 +160,20 @@ std::string report_html(const ReportInput& in) {
   }
   for (const ReportTrace& t : in.traces) o += section(t, in.peer_name);
   return o + "</body></html>\n";
+}
+
+ReportTrace report_trace(const player::LatencyStats& s, std::string name) {
+  ReportTrace t;
+  t.name = std::move(name);
+  t.suggest_ms = s.suggest_ms;
+  t.first_token_ms = s.first_token_ms;
+  t.computed.assign(s.computed.begin(), s.computed.end());
+  t.free_keystroke = s.free;
+  t.tokenize_ms = s.tokenize_ms;
+  t.prefill_ms = s.prefill_ms;
+  t.decode_ms = s.decode_ms;
+  t.typing = {s.chars, s.keystrokes, s.shown, s.accepted, s.accepted_chars};
+  return t;
 }
 
 }  // namespace laya::cli

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "player/latency_stats.h"
 
 namespace laya::cli {
 
@@ -47,6 +48,11 @@ struct ReportInput {
 };
 
 std::string report_html(const ReportInput& in);
+
+// One trace's section from what the player measured: its latency samples and,
+// when a simulated typist made them (chars > 0), the keystroke figures; no
+// peer samples.
+ReportTrace report_trace(const player::LatencyStats& s, std::string name);
 
 // "laya replay --fast t.jsonl --html r.html": the command as typed (argv of the subcommand).
 std::string command_line(int argc, char** argv);

@@ -23,7 +23,7 @@
 
 #include "session/model_slot.h"
 
-namespace laya::cli {
+namespace laya::player {
 
 struct SwapRecord {
   std::chrono::steady_clock::time_point start, end;  // swap_model's call and return
@@ -88,4 +88,4 @@ struct SwapEventTime {
 nlohmann::json swap_json(const SwapDriver& d, const std::vector<SwapEventTime>& ev, const std::vector<double>& base_a,
                          const std::vector<double>& base_b, double rss_end_mb);
 
-}  // namespace laya::cli
+}  // namespace laya::player

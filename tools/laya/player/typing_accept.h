@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace laya::cli {
+namespace laya::player {
 
 // UTF-8 to code points; an invalid byte becomes U+FFFD and is skipped.
 std::u32string utf8_to_u32(std::string_view s);
@@ -28,4 +28,4 @@ bool is_ideograph(char32_t c);
 // last word boundary (or kept whole when it is all of the suggestion).
 int64_t accept_length(const std::u32string& sug, const char32_t* rest, int64_t n_rest);
 
-}  // namespace laya::cli
+}  // namespace laya::player

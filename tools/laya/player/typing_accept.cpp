@@ -1,8 +1,8 @@
-#include "typing_accept.h"
+#include "player/typing_accept.h"
 
 #include <utf8proc.h>
 
-namespace laya::cli {
+namespace laya::player {
 
 std::u32string utf8_to_u32(std::string_view s) {
   std::u32string out;
@@ -54,4 +54,4 @@ int64_t accept_length(const std::u32string& sug, const char32_t* rest, int64_t n
   return 0;
 }
 
-}  // namespace laya::cli
+}  // namespace laya::player

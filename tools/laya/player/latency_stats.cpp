@@ -1,9 +1,10 @@
-#include "latency_stats.h"
+#include "player/latency_stats.h"
 
-#include "report_html.h"
+#include <numeric>
+
 #include "session/session.h"
 
-namespace laya::cli {
+namespace laya::player {
 namespace {
 
 template <class T>
@@ -17,7 +18,16 @@ double ms_between(SuggestClock::Clock::time_point a, SuggestClock::Clock::time_p
 
 }  // namespace
 
-void LatencySamples::record(double suggest, double first, const Suggestion& sg) {
+double interpolated_percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double idx = p * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(idx);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
+}
+
+void LatencyStats::record(double suggest, double first, const Suggestion& sg) {
   suggest_ms.push_back(suggest);
   first_token_ms.push_back(first);
   computed.push_back(sg.timings.tokens_computed);
@@ -29,12 +39,13 @@ void LatencySamples::record(double suggest, double first, const Suggestion& sg) 
   double d = 0;
   for (double x : sg.timings.decode_ms) d += x;
   decode_ms.push_back(d);
+  decode_steps += static_cast<int64_t>(sg.timings.decode_ms.size());
   window_moves += sg.window_moved;
   fim_events += sg.fim;
   healed_events += sg.healed_bytes > 0;
 }
 
-void LatencySamples::add(const LatencySamples& o) {
+void LatencyStats::add(const LatencyStats& o) {
   append(suggest_ms, o.suggest_ms);
   append(first_token_ms, o.first_token_ms);
   append(computed, o.computed);
@@ -46,9 +57,24 @@ void LatencySamples::add(const LatencySamples& o) {
   window_moves += o.window_moves;
   fim_events += o.fim_events;
   healed_events += o.healed_events;
+  decode_steps += o.decode_steps;
+  events += o.events;
+  mismatches += o.mismatches;
+  near_ties += o.near_ties;
+  accepts += o.accepts;
+  accept_chars += o.accept_chars;
+  accept_predicted += o.accept_predicted;
+  superseded += o.superseded;
+  append(times, o.times);
+  chars += o.chars;
+  keystrokes += o.keystrokes;
+  shown += o.shown;
+  accepted += o.accepted;
+  accepted_chars += o.accepted_chars;
+  seconds += o.seconds;
 }
 
-void LatencySamples::add_json(nlohmann::json* j) const {
+void LatencyStats::add_json(nlohmann::json* j) const {
   nlohmann::json& o = *j;
   o["suggest_ms"] = ms_json(suggest_ms);
   o["first_token_ms"] = ms_json(first_token_ms);
@@ -59,24 +85,13 @@ void LatencySamples::add_json(nlohmann::json* j) const {
   o["healed_events"] = healed_events;  // suggestions with token healing
 }
 
-std::string LatencySamples::lines() const {
+std::string LatencyStats::lines() const {
   return fmt::format("  suggest_ms      {}\n  first_token_ms  {}\n  tokens computed per event p50 {} p99 {} max {}\n",
                      ms_line(suggest_ms), ms_line(first_token_ms), percentile(computed, 0.5),
                      percentile(computed, 0.99), percentile(computed, 1.0));
 }
 
-ReportTrace LatencySamples::report_trace(std::string name) const {
-  ReportTrace t;
-  t.name = std::move(name);
-  t.suggest_ms = suggest_ms;
-  t.first_token_ms = first_token_ms;
-  t.computed.assign(computed.begin(), computed.end());
-  t.free_keystroke = free;
-  t.tokenize_ms = tokenize_ms;
-  t.prefill_ms = prefill_ms;
-  t.decode_ms = decode_ms;
-  return t;
-}
+int64_t LatencyStats::prefill_tokens() const { return std::accumulate(computed.begin(), computed.end(), int64_t{0}); }
 
 SuggestClock::SuggestClock()
     : on_piece_([this](std::string_view) {
@@ -90,9 +105,9 @@ void SuggestClock::start() {
   t0_ = Clock::now();
 }
 
-void SuggestClock::stop(const Suggestion& sg, LatencySamples* s) {
+void SuggestClock::stop(const Suggestion& sg, LatencyStats* s) {
   t1_ = Clock::now();
   s->record(ms_between(t0_, t1_), ms_between(t0_, got_piece_ ? first_ : t1_), sg);
 }
 
-}  // namespace laya::cli
+}  // namespace laya::player

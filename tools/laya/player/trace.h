@@ -1,6 +1,7 @@
 // Typing traces (../shared/fixtures/traces/README.md): loading with strict
 // checks (every error names the file and the line, and the field where one is
-// wrong), shared by `laya replay` and `laya bench-typing`.
+// wrong), shared by the trace player (trace_player.h), the typing simulation
+// (typing_sim.h) and the session-switch harness (session_switches.h).
 #pragma once
 
 #include <cstddef>
@@ -11,7 +12,7 @@
 
 #include "core/status.h"
 
-namespace laya::cli {
+namespace laya::player {
 
 enum class Op { kInsert, kDelete, kMove, kAccept };
 
@@ -76,4 +77,4 @@ Status check_unique_names(const std::vector<Trace>& traces);
 // kCorrupt naming the file).
 Result<std::string> final_document(const Trace& t);
 
-}  // namespace laya::cli
+}  // namespace laya::player

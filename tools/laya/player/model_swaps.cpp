@@ -1,11 +1,11 @@
-#include "replay_swap.h"
+#include "player/model_swaps.h"
 
 #include <fstream>
 #include <utility>
 
-#include "latency_stats.h"
+#include "player/latency_stats.h"
 
-namespace laya::cli {
+namespace laya::player {
 
 double rss_mb() {
   std::ifstream f("/proc/self/status");
@@ -152,4 +152,4 @@ nlohmann::json swap_json(const SwapDriver& d, const std::vector<SwapEventTime>& 
   return j;
 }
 
-}  // namespace laya::cli
+}  // namespace laya::player

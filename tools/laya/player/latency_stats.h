@@ -1,7 +1,10 @@
-// Per-suggestion latencies and work, their percentiles and their JSON,
-// shared by `laya replay` and `laya bench-typing` so that both measure the
-// same moments, report the same keys computed the same way, and feed the
-// same HTML report.
+// The one stats type of played traces: per-suggestion latencies and work,
+// their nearest-rank percentiles and their JSON keys, plus the counts of the
+// two ways of playing a trace (TracePlayer replays its recorded events;
+// type_document simulates a typist writing its final text). `laya replay`,
+// `laya bench-typing` and the HTML report read the same fields, so they
+// measure the same moments and compute every key the same way;
+// `laya bench-sessions` and the swap statistics use the same percentiles.
 #pragma once
 
 #include <algorithm>
@@ -16,13 +19,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "player/model_swaps.h"
+
 namespace laya {
 struct Suggestion;
 }
 
-namespace laya::cli {
-
-struct ReportTrace;
+namespace laya::player {
 
 // Nearest rank: the smallest value with at least p of the values <= it.
 template <class T>
@@ -33,6 +36,11 @@ T percentile(std::vector<T> v, double p) {
   const size_t i = rank < 1 ? 0 : static_cast<size_t>(rank) - 1;
   return v[std::min(i, v.size() - 1)];
 }
+
+// Linear interpolation between the two closest ranks (numpy's default), as
+// `laya bench` reports decode steps, so that its numbers compare with
+// llama-bench's; every per-event figure uses the nearest rank instead.
+double interpolated_percentile(std::vector<double> v, double p);
 
 // suggest_ms / first_token_ms: {p50, p90, p99, p999, max}.
 inline nlohmann::json ms_json(const std::vector<double>& v) {
@@ -51,8 +59,8 @@ inline std::string ms_line(const std::vector<double>& v) {
                      percentile(v, 0.99), percentile(v, 0.999), percentile(v, 1.0));
 }
 
-// Every completed suggestion's numbers, in event order.
-struct LatencySamples {
+struct LatencyStats {
+  // Every completed suggestion, in event order.
   std::vector<double> suggest_ms, first_token_ms;
   std::vector<int64_t> computed;  // prompt tokens fed to the model by that suggestion (decode steps not counted)
   // Free keystroke: the user typed (or accepted) what the previous suggestion
@@ -61,16 +69,35 @@ struct LatencySamples {
   std::vector<bool> free;
   std::vector<double> tokenize_ms, prefill_ms, decode_ms;  // the stages (Session timings; decode: all steps)
   int64_t free_keystrokes = 0, window_moves = 0, fim_events = 0, healed_events = 0;
+  int64_t decode_steps = 0;  // of all completed suggestions
+
+  // Events handed to the session (a replayed trace's events; the typist's
+  // keystrokes, the first suggestion before any counted as one).
+  int64_t events = 0;
+
+  // TracePlayer: --verify's verdicts, accept events and what of their text
+  // the engine's suggestion had predicted (code points), suggestions never
+  // completed because the next event came first (at the recorded pace).
+  int64_t mismatches = 0, near_ties = 0, accepts = 0, accept_chars = 0, accept_predicted = 0, superseded = 0;
+  std::vector<SwapEventTime> times;  // synchronous replay: every event, for the swap statistics
+
+  // type_document: the document's code points, the keystrokes typed (a Tab
+  // is one), non-empty suggestions shown, those accepted and their code
+  // points, and the wall time of the whole typing.
+  int64_t chars = 0, keystrokes = 0, shown = 0, accepted = 0, accepted_chars = 0;
+  double seconds = 0;
 
   void record(double suggest, double first, const Suggestion& sg);
-  void add(const LatencySamples& o);
+  void add(const LatencyStats& o);
   // suggest_ms, first_token_ms, tokens_computed_per_event, free_keystrokes,
   // window_moves, fim_events, healed_events.
   void add_json(nlohmann::json* j) const;
   // The text output's latency lines: suggest_ms, first_token_ms, tokens computed.
   std::string lines() const;
-  // The report's input for one trace (report_html.h); no peer samples.
-  ReportTrace report_trace(std::string name) const;
+
+  int64_t prefill_tokens() const;  // prompt tokens computed by all completed suggestions
+  double savings() const { return chars ? 1.0 - static_cast<double>(keystrokes) / static_cast<double>(chars) : 0.0; }
+  double acceptance() const { return shown ? static_cast<double>(accepted) / static_cast<double>(shown) : 0.0; }
 };
 
 // Times one suggestion as an editor sees it: from start() (the keystroke is
@@ -88,7 +115,7 @@ class SuggestClock {
   void start();
   const std::function<void(std::string_view)>& on_piece() const { return on_piece_; }
   // Notes the return of suggest and records `sg` into *s.
-  void stop(const Suggestion& sg, LatencySamples* s);
+  void stop(const Suggestion& sg, LatencyStats* s);
   Clock::time_point started() const { return t0_; }
   Clock::time_point stopped() const { return t1_; }
 
@@ -98,4 +125,4 @@ class SuggestClock {
   std::function<void(std::string_view)> on_piece_;
 };
 
-}  // namespace laya::cli
+}  // namespace laya::player

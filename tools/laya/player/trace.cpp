@@ -1,4 +1,4 @@
-#include "trace.h"
+#include "player/trace.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +13,7 @@
 #include "core/shown.h"
 #include "core/utf8.h"
 
-namespace laya::cli {
+namespace laya::player {
 
 using json = nlohmann::json;
 
@@ -219,4 +219,4 @@ Result<std::string> final_document(const Trace& t) {
   return doc;
 }
 
-}  // namespace laya::cli
+}  // namespace laya::player
