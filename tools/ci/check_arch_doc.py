@@ -29,7 +29,7 @@ CMAKE = "CMakeLists.txt"
 BEGIN, END = "<!-- layers:begin -->", "<!-- layers:end -->"
 PARTS_BEGIN, PARTS_END = "<!-- session-parts:begin -->", "<!-- session-parts:end -->"
 PARTS_DIR = "src/session"
-KEYWORDS = ("SOURCES", "SEES", "DEPS", "LINK")
+KEYWORDS = ("DIR", "SOURCES", "SEES", "DEPS", "LINK")
 
 
 def strip_cmake_comments(text):
@@ -60,7 +60,8 @@ def strip_cmake_comments(text):
 
 
 def cmake_layers(path):
-    """[(name, [seen folders]), ...] in the order the laya_layer() calls stand."""
+    """[(name, [seen folders], dir), ...] in the order the laya_layer() calls stand
+    (dir: the layer's folder, src/<name> unless DIR says another)."""
     with open(path, encoding="utf-8") as f:
         text = strip_cmake_comments(f.read())
     layers = []
@@ -72,13 +73,15 @@ def cmake_layers(path):
             depth += {"(": 1, ")": -1}.get(text[i], 0)
             i += 1
         args = text[m.end():i - 1].split()
-        name, sees, key = args[0], [], None
+        name, sees, key, folder = args[0], [], None, None
         for a in args[1:]:
             if a in KEYWORDS:
                 key = a
             elif key == "SEES":
                 sees.append(a)
-        layers.append((name, sees))
+            elif key == "DIR":
+                folder = a
+        layers.append((name, sees, folder or f"src/{name}"))
     return layers
 
 
@@ -88,9 +91,10 @@ def table(layers):
             "",
             "| layer | may include (its `SEES` list in CMakeLists.txt, besides itself) |",
             "|---|---|"]
-    for name, sees in layers:
+    for name, sees, folder in layers:
         others = [s for s in sees if s != name]
-        rows.append(f"| {name} | {', '.join(others) if others else '—'} |")
+        label = name if folder == f"src/{name}" else f"{name} (`{folder}/`)"
+        rows.append(f"| {label} | {', '.join(others) if others else '—'} |")
     rows += ["", END]
     return "\n".join(rows)
 
@@ -117,13 +121,15 @@ def main():
         errors.append(f"{CMAKE}: no laya_layer() calls found")
 
     # The build's list itself: every src/ folder a layer, every SEES a layer at or below.
-    names = [n for n, _ in layers]
-    for k, (name, sees) in enumerate(layers):
+    names = [n for n, _, _ in layers]
+    folders = {n: f for n, _, f in layers}
+    for k, (name, sees, _) in enumerate(layers):
         if name not in sees:
             errors.append(f"{CMAKE}: layer {name}: SEES does not list {name} itself")
         for s in sees:
-            if not os.path.isdir(os.path.join(args.root, "src", s)):
-                errors.append(f"{CMAKE}: layer {name} SEES {s}, but there is no folder src/{s}/")
+            folder = folders.get(s, f"src/{s}")
+            if not os.path.isdir(os.path.join(args.root, folder)):
+                errors.append(f"{CMAKE}: layer {name} SEES {s}, but there is no folder {folder}/")
             if s != name and s not in names[:k]:
                 where = "listed after it" if s in names else "not a layer"
                 errors.append(f"{CMAKE}: layer {name} SEES {s}, which is {where} (layers stand lowest first)")
