@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (r->n_predict && (*r->n_predict < 0 || *r->n_predict > lim.max_predict)) __builtin_trap();
       std::string text = r->input_prefix + r->prompt;
       const size_t before = text.size();
-      laya::server::apply_stops(&text, r->stop, r->n_indent);
+      laya::apply_stops(&text, r->stop, r->n_indent);
       if (text.size() > before) __builtin_trap();
       break;
     }

@@ -42,7 +42,7 @@ tmp = tempfile.mkdtemp()
 path = os.path.join(tmp, "add.py")
 try:
     tmux("new-session", "-d", "-s", "t", "-x", "100", "-y", "12", "env", "TERM=xterm-256color",
-         laya, "type", "-m", model, "-t", "2", path)
+         laya, "type", "-m", model, "-t", "2", "--awake-ms", "0", path)
     wait_for(lambda p: True if "laya type" in p else None, "the editor to start")
     tmux("send-keys", "-t", "t", "-l", "def add(a, b):")
     tmux("send-keys", "-t", "t", "Enter")

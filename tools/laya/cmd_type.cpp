@@ -33,6 +33,7 @@
 #include "core/io.h"
 #include "core/utf8.h"
 #include "session/scheduler.h"
+#include "session/model_slot.h"
 #include "session/session.h"
 
 namespace laya::cli {
@@ -365,14 +366,13 @@ int cmd_type(int argc, char** argv) {
       return report_error("type", Status(StatusCode::kInvalidArgument,
                                          fmt::format("{}: not UTF-8 text (byte {})", path, bad)));
   }
-  auto m = flags.load_model();
-  if (!m.ok()) return report_error("type", m.status());
-  std::shared_ptr<const Model> model = std::move(m).value();
-  auto tr = flags.load_tokenizer(*model);
-  if (!tr.ok()) return report_error("type", tr.status());
-  auto e = flags.make_typing_engine(model, 2048, "type", false);
-  if (!e.ok()) return report_error("type", e.status());
-  Session session(**e, **tr);
+  // The model lives in a slot, as for every entry point that serves sessions.
+  ModelSlotOptions mo;
+  flags.apply(&mo.engine);
+  mo.engine.n_ctx = 2048;  // a cap: min(2048, the model's trained context)
+  auto slot = ModelSlot::create(flags.model_path, mo);
+  if (!slot.ok()) return report_error("type", slot.status());
+  Session session(**slot);
   const size_t slash = flags.model_path.find_last_of('/');
   TypeEditor ed(session, path, slash == std::string::npos ? flags.model_path : flags.model_path.substr(slash + 1),
                 max_tokens);

@@ -22,13 +22,6 @@
 #include "core/status.h"
 #include "session/session.h"
 
-namespace laya {
-class Engine;
-namespace tok {
-class Tokenizer;
-}
-}  // namespace laya
-
 namespace laya::player {
 
 struct DocSpec {

@@ -24,13 +24,6 @@
 #include "player/latency_stats.h"
 #include "session/session.h"
 
-namespace laya {
-class Engine;
-namespace tok {
-class Tokenizer;
-}
-}  // namespace laya
-
 namespace laya::player {
 
 // What the caller hears while the document is typed; each may be empty.
