@@ -11,6 +11,8 @@
 #include "engine/engine.h"
 #include "kv/kv_block_pool.h"
 
+#include "test_util.h"
+
 namespace laya {
 namespace {
 
@@ -107,7 +109,7 @@ std::shared_ptr<const Model> default_model() {
 }
 
 std::unique_ptr<Engine> make_engine(EngineOptions eo) {
-  eo.n_threads = 2;
+  eo.n_threads = test::sanitizer_threads(2);
   eo.lock_memory = false;
   auto e = Engine::create(default_model(), eo);
   EXPECT_TRUE(e.ok()) << e.status().to_string();

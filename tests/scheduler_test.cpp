@@ -19,6 +19,8 @@
 
 #include "session/scheduler.h"
 
+#include "test_util.h"
+
 namespace laya {
 namespace {
 
@@ -43,7 +45,7 @@ Env* env() {
     if (!t.ok()) return r;
     r->tok = std::move(t).value();
     EngineOptions eo;
-    eo.n_threads = 2;
+    eo.n_threads = test::sanitizer_threads(2);
     eo.n_ctx = 1024;
     auto en = Engine::create(r->model, eo);
     if (en.ok()) r->eng = std::move(en).value();

@@ -29,7 +29,7 @@ struct Env {
 
 std::unique_ptr<Engine> make_engine(std::shared_ptr<const Model> m, DType kv) {
   EngineOptions eo;
-  eo.n_threads = 2;
+  eo.n_threads = test::sanitizer_threads(2);
   eo.n_ctx = 1024;
   eo.kv_type = kv;
   auto e = Engine::create(std::move(m), eo);

@@ -43,6 +43,17 @@ constexpr size_t sanitizer_scaled(size_t n) {
 #endif
 }
 
+// Engine threads for a test: 1 in the sanitizer build, whose tests run in one
+// shard a core (tools/ci/sanitize.sh): two 2-thread shards on CI's 2 cores
+// made every forward pass wait for a descheduled worker.
+constexpr int sanitizer_threads(int n) {
+#if defined(__SANITIZE_ADDRESS__)
+  return n > 0 ? 1 : n;
+#else
+  return n;
+#endif
+}
+
 struct NpyArray {
   std::vector<int64_t> shape;
   std::vector<float> data;  // float32 only
