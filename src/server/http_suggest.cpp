@@ -39,12 +39,7 @@ Result<Outcome> run_suggestion(ServerSessions& sessions, const std::optional<std
                     size_t cursor, const SuggestOptions& so, const std::vector<std::string>& stop, int64_t n_indent,
                     const std::function<bool(std::string_view)>& emit, Clock::time_point t0) {
   StopStream stream;
-  stream.reset(&stop, n_indent,
-               {[](void* f, std::string_view text) {
-                  const auto& fn = *static_cast<const std::function<bool(std::string_view)>*>(f);
-                  return !fn || fn(text);
-                },
-                const_cast<std::function<bool(std::string_view)>*>(&emit)});
+  stream.reset(&stop, n_indent, StopStream::Sink::of(emit));
   auto on_piece = [&](std::string_view piece) { return stream.push(piece); };
   auto r = sessions.suggest(name, doc, cursor, so, on_piece);
   if (!r.ok()) return r.status();

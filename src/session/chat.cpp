@@ -110,13 +110,8 @@ Result<ChatResult> run_chat(const ModelBundle& b, ChatTemplate t, const std::vec
   g.end_token = t == ChatTemplate::kChatMl ? tok.find_token("<|im_end|>").value_or(-1)
                                            : tok.find_token("<|eot_id|>").value_or(-1);
   g.stop = &p.stop;
-  const StopStream::Sink sink{[](void* f, std::string_view text) {
-                                const auto& fn = *static_cast<const std::function<bool(std::string_view)>*>(f);
-                                return !fn || fn(text);
-                              },
-                              const_cast<std::function<bool(std::string_view)>*>(&on_text)};
   Generated out;
-  LAYA_TRY(gen.run(target, ids, smp, g, sink, &out));
+  LAYA_TRY(gen.run(target, ids, smp, g, StopStream::Sink::of(on_text), &out));
   ChatResult r;
   r.prompt_tokens = static_cast<int64_t>(ids.size());
   r.reused_tokens = reused;

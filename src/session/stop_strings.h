@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,14 @@ class StopStream {
     bool (*fn)(void* ctx, std::string_view text) = nullptr;
     void* ctx = nullptr;
     bool operator()(std::string_view t) const { return !fn || fn(ctx, t); }
+    // A sink calling `f` (which must outlive it; empty: accepts everything).
+    static Sink of(const std::function<bool(std::string_view)>& f) {
+      return {[](void* p, std::string_view t) {
+                const auto& g = *static_cast<const std::function<bool(std::string_view)>*>(p);
+                return !g || g(t);
+              },
+              const_cast<std::function<bool(std::string_view)>*>(&f)};
+    }
   };
 
   // Starts a new text (the stop strings are referenced, not copied).
