@@ -43,6 +43,17 @@ constexpr size_t sanitizer_scaled(size_t n) {
 #endif
 }
 
+// Every how many events a long replay compares with a from-scratch result: 1,
+// or 4 in the AddressSanitizer build (the incremental path still runs on every
+// event, and the last one is always compared).
+constexpr int sanitizer_stride() {
+#if defined(__SANITIZE_ADDRESS__)
+  return 4;
+#else
+  return 1;
+#endif
+}
+
 // Engine threads for a test: 1 in the sanitizer build, whose tests run in one
 // shard a core (tools/ci/sanitize.sh): two 2-thread shards on CI's 2 cores
 // made every forward pass wait for a descheduled worker.

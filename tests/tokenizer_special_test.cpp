@@ -267,9 +267,9 @@ TEST(TokenizerSpecialText, HfVectorsWithoutSpecialParsing) {
   LAYA_REQUIRE_FIXTURES(fx);
   for (const std::string model : {"llama3", "qwen3", "mistral"}) {
     const std::string path = fx + "/tokenizer/hf/" + model + "/tokenizer.json";
-    auto tok = Tokenizer::from_path(path);
-    ASSERT_TRUE(tok.ok()) << tok.status().to_string();
-    Counts c = check_against_hf(*tok.value(), model, hf_control_ids(json::parse(laya::test::read_text_file(path))), false);
+    const Tokenizer* tok = laya::test::cached_tokenizer(path);  // the vector tests load the same files
+    ASSERT_NE(tok, nullptr);
+    Counts c = check_against_hf(*tok, model, hf_control_ids(json::parse(laya::test::read_text_file(path))), false);
     std::printf("[tokenizer] %s without parse_special: %d strings as the reference, %d with control text kept as text\n",
                 model.c_str(), c.same, c.text);
     EXPECT_GT(c.text, 0);

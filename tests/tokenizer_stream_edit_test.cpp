@@ -117,8 +117,16 @@ TEST(TokenizerEdit, TraceReplayEqualsFullTokenization) {
       json header = json::parse(line);
       EditTokenizer et(*tok);
       ASSERT_TRUE(et.set_text("").ok());
-      int events = 0, equal = 0, incremental = 0;
+      int events = 0, compared = 0, equal = 0, incremental = 0;
       size_t max_window = 0;
+      // Equal to a full tokenization; when not, starts again from the full one.
+      auto same_as_full = [&](EditTokenizer& e) {
+        auto full = tok->encode(e.text(), EncodeOptions{false, false, std::nullopt});
+        if (!full.ok()) return false;
+        if (full.value() == e.ids()) return true;
+        EXPECT_TRUE(e.set_text(e.text()).ok());
+        return false;
+      };
       while (std::getline(in, line)) {
         if (line.empty()) continue;
         json ev = json::parse(line);
@@ -133,22 +141,24 @@ TEST(TokenizerEdit, TraceReplayEqualsFullTokenization) {
           ++incremental;
           max_window = std::max(max_window, et.last_retokenized_bytes());
         }
-        auto full = tok->encode(et.text(), EncodeOptions{false, false, std::nullopt});
-        ASSERT_TRUE(full.ok());
-        if (full.value() == et.ids()) {
-          ++equal;
-        } else {
-          ADD_FAILURE() << path << " " << tr << " event " << events << " " << line << ": incremental ids differ";
-          ASSERT_TRUE(et.set_text(et.text()).ok());
+        if (events % laya::test::sanitizer_stride() == 0) {
+          ++compared;
+          if (same_as_full(et)) ++equal;
+          else ADD_FAILURE() << path << " " << tr << " event " << events << " " << line << ": incremental ids differ";
         }
       }
-      EXPECT_EQ(equal, events);
+      if (events % laya::test::sanitizer_stride() != 0) {  // the last event, always
+        ++compared;
+        if (same_as_full(et)) ++equal;
+        else ADD_FAILURE() << path << " " << tr << " at the end: incremental ids differ";
+      }
+      EXPECT_EQ(equal, compared);
       // The document is complete: code points match the header.
       size_t cps = 0;
       for (unsigned char c : et.text()) cps += (c & 0xC0) != 0x80;
       EXPECT_EQ(cps, header["chars"].get<size_t>()) << tr;
-      std::printf("[tokenizer] trace %s × %s: %d/%d events equal, %d incremental (largest window %zu bytes)\n",
-                  tr.c_str(), path.substr(path.rfind('/') + 1).c_str(), equal, events, incremental, max_window);
+      std::printf("[tokenizer] trace %s × %s: %d/%d compared (of %d events) equal, %d incremental (largest window %zu bytes)\n",
+                  tr.c_str(), path.substr(path.rfind('/') + 1).c_str(), equal, compared, events, incremental, max_window);
     }
   }
 }

@@ -23,7 +23,7 @@ fi
 # PTX-only target (80-virtual) doubled nvcc's time, and ptxas optimising
 # matmul.cu's kernels took most of the rest (~7 min of CI's 2 cores in all).
 cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DLAYA_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC" \
-  -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90a-real}" -DCMAKE_CUDA_FLAGS="${CUDA_CHECK_FLAGS:--Xptxas -O0}" \
+  -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90a-real}" -DCMAKE_CUDA_FLAGS="${CUDA_CHECK_FLAGS:--Xcicc -O0 -Xptxas -O0}" \
   -DLAYA_BUILD_TESTS=OFF -DLAYA_BUILD_BENCH=OFF >/dev/null
 mapfile -t objects < <(ninja -C "$BUILD_DIR" -t targets all |
   grep -oE '^CMakeFiles/laya_backend\.dir/src/backend/(cuda/[A-Za-z0-9_]+\.(cu|cpp)|backend_factory\.cpp)\.o' | sort -u)
