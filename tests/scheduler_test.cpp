@@ -333,5 +333,43 @@ TEST(SuggestScheduler, CancelByTicketAndSessionAndBadOptions) {
   EXPECT_EQ(log.of(bad).rfind("error: ", 0), 0u) << log.of(bad);
 }
 
+// Without preemption (the HTTP server): other sessions' requests keep their
+// turn in the order they came; a session's newer request replaces its older
+// one; an edit after the submit makes a request stale, so it is dropped when
+// its turn comes (the session's cancel count is the one cancellation state).
+TEST(SuggestScheduler, WithoutPreemptionSessionsTakeTurnsAndAnEditMakesARequestStale) {
+  REQUIRE_MODEL();
+  Session a(*E->eng, *E->tok), b(*E->eng, *E->tok), c(*E->eng, *E->tok);
+  ASSERT_TRUE(a.set_text(kCode).ok());
+  ASSERT_TRUE(b.set_text(kNotes).ok());
+  ASSERT_TRUE(c.set_text("x = 1\ny = ").ok());
+  Log log;
+  std::mutex order_mu;
+  std::vector<uint64_t> order;  // tickets in the order their on_done came
+  auto note = [&](const SuggestDone& d) {
+    std::lock_guard<std::mutex> lock(order_mu);
+    order.push_back(d.ticket);
+  };
+  std::atomic<int> pieces{0};
+  std::atomic<bool> go{false};
+  SuggestScheduler sched(SchedulerOptions{.preempt_other_sessions = false});
+  Release release{go};
+  const uint64_t ta = sched.submit(a, tokens(12), log.callbacks(hold_at(1, pieces, go), note));
+  ASSERT_RUNNING(log, ta, pieces, 1);
+  const uint64_t tb1 = sched.submit(b, tokens(8), log.callbacks({}, note));
+  const uint64_t tc = sched.submit(c, tokens(8), log.callbacks({}, note));
+  const uint64_t tb2 = sched.submit(b, tokens(8), log.callbacks({}, note));
+  EXPECT_EQ(log.of(tb1), "dropped");  // replaced by b's newer request, at once
+  ASSERT_TRUE(c.edit(c.cursor(), 0, "2").ok());  // waits for nothing: c is not running
+  go = true;
+  Bounded([&] { sched.wait_idle(); }).join("wait_idle");
+  EXPECT_EQ(log.of(ta), "done");  // not preempted by b's or c's submits
+  EXPECT_EQ(log.of(tc), "dropped");  // stale when its turn came: nothing computed
+  EXPECT_EQ(log.of(tb2), "done");
+  EXPECT_EQ(log.text[tb2], fresh(E, kNotes, 8));
+  const std::vector<uint64_t> want = {tb1, ta, tc, tb2};
+  EXPECT_EQ(order, want);
+}
+
 }  // namespace
 }  // namespace laya

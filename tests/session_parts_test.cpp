@@ -71,6 +71,25 @@ TEST(Document, CodePointsBytesAndUtf16) {
   EXPECT_EQ(d.cp_of_utf16(3, 1), 3u);   // inside the pair: the start of its character
   EXPECT_EQ(d.cp_of_utf16(3, 2), 4u);
   EXPECT_EQ(d.cp_of_utf16(0, 99), 5u);  // past the end: the end
+  // Byte ranges (the HTTP API's unit) as code points, counted from the
+  // cursor (at the end here) or from the start, whichever is nearer.
+  size_t pos = 0, n = 0;
+  for (size_t cp = 0; cp <= 5; ++cp) {
+    ASSERT_TRUE(d.cp_range_of_bytes(bytes[cp], bytes[5] - bytes[cp], &pos, &n).ok()) << cp;
+    EXPECT_EQ(pos, cp);
+    EXPECT_EQ(n, 5 - cp);
+  }
+  d.apply_move(2);  // the cursor before 世: nearer to some starts than the start is
+  for (size_t cp = 0; cp <= 5; ++cp) {
+    ASSERT_TRUE(d.cp_range_of_bytes(bytes[cp], 0, &pos, &n).ok()) << cp;
+    EXPECT_EQ(pos, cp) << "from the cursor at code point 2";
+  }
+  const Status inside = d.cp_range_of_bytes(4, 1, &pos, &n);  // byte 4 is inside 世
+  EXPECT_EQ(inside.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(inside.message().find("byte 4"), std::string::npos) << inside.message();
+  EXPECT_EQ(d.cp_range_of_bytes(1, 1, &pos, &n).code(), StatusCode::kInvalidArgument);  // ends inside é
+  EXPECT_EQ(d.cp_range_of_bytes(11, 1, &pos, &n).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(d.cp_range_of_bytes(12, 0, &pos, &n).code(), StatusCode::kOutOfRange);
 }
 
 TEST(Document, EditsReportWhatChangedAndRefuseBadInput) {
@@ -223,7 +242,7 @@ TEST(Reuse, TypingThroughTheChainComputesNothingAndADifferentPromptDoes) {
 class ScriptedTarget final : public DecodeTarget {
  public:
   ScriptedTarget(int n_vocab, int64_t base, std::vector<int32_t> script, int64_t n_ctx = 1 << 20)
-      : n_vocab_(n_vocab), base_(base), script_(std::move(script)), n_ctx_(n_ctx), logits_(n_vocab) {
+      : base_(base), script_(std::move(script)), n_ctx_(n_ctx), logits_(n_vocab) {
     set(base_);
   }
   const float* first_logits() override { return logits_.data(); }
@@ -243,7 +262,6 @@ class ScriptedTarget final : public DecodeTarget {
     const auto i = static_cast<size_t>(at - base_);
     if (i < script_.size()) logits_[static_cast<size_t>(script_[i])] = 10.0f;
   }
-  int n_vocab_;
   int64_t base_, at_ = -1;
   std::vector<int32_t> script_;
   int64_t n_ctx_;

@@ -1,6 +1,7 @@
 #include "server/server_sessions.h"
 
 #include <algorithm>
+#include <condition_variable>
 
 #include <fmt/format.h>
 
@@ -15,9 +16,25 @@ struct ServerSessions::Entry {
   uint64_t last_used = 0;
   size_t index = 0;
   int in_flight = 0;                 // requests routed here and not finished (under mu_)
-  std::mutex turn;                   // one request at a time edits and suggests
-  std::atomic<uint64_t> latest{0};   // the newest request's ticket
+  std::mutex submit;                 // a request's edit and its submit go in together
 };
+
+namespace {
+
+// One request's view of the scheduler: the pieces its worker made and the
+// end, handed to the request's own thread (which writes to the client: a slow
+// client never holds up the worker).
+struct Waiter {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> pieces;
+  bool done = false;
+  SuggestOutcome outcome = SuggestOutcome::kDropped;
+  Status status;
+  Suggestion suggestion;
+};
+
+}  // namespace
 
 size_t common_prefix_bytes(std::string_view a, std::string_view b) {
   const size_t n = std::min(a.size(), b.size());
@@ -40,11 +57,14 @@ size_t common_suffix_bytes(std::string_view a, std::string_view b, size_t prefix
   return k;
 }
 
-ServerSessions::ServerSessions(ModelSlot& slot, const Options& opt) : slot_(slot), opt_(opt) {
+ServerSessions::ServerSessions(ModelSlot& slot, const Options& opt)
+    : slot_(slot), opt_(opt), scheduler_(SchedulerOptions{.preempt_other_sessions = false}) {
   opt_.max_sessions = std::max<size_t>(opt_.max_sessions, 1);
 }
 
-ServerSessions::~ServerSessions() = default;
+ServerSessions::~ServerSessions() {
+  for (auto& e : entries_) scheduler_.forget(*e->session);
+}
 
 ServerSessionStats ServerSessions::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -59,6 +79,7 @@ void ServerSessions::evict_for_room() {
     for (auto it = entries_.begin(); it != entries_.end(); ++it)
       if ((*it)->in_flight == 0 && (lru == entries_.end() || (*it)->last_used < (*lru)->last_used)) lru = it;
     if (lru == entries_.end()) return;  // every session has a request in flight: go over the cap for now
+    scheduler_.forget(*(*lru)->session);  // idle-time work on it, if any, ends first
     entries_.erase(lru);  // the Session is destroyed here: no request holds it
     ++stats_.evicted;
   }
@@ -112,11 +133,9 @@ Result<ServedSuggestion> ServerSessions::suggest(const std::optional<std::string
     return Status(StatusCode::kInvalidArgument, fmt::format("cursor byte {} is not on a character boundary", cursor));
   std::shared_ptr<Entry> e;
   bool created = false;
-  uint64_t ticket = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     e = route(name, text, &created);
-    ticket = ++e->latest;
   }
   // Always give the in-flight count back, however this request ends.
   struct Release {
@@ -127,57 +146,78 @@ Result<ServedSuggestion> ServerSessions::suggest(const std::optional<std::string
       --e->in_flight;
     }
   } release{this, e.get()};
-  e->session->cancel();  // the request running on this session (if any) is now stale
-  std::lock_guard<std::mutex> turn(e->turn);
   ServedSuggestion out;
   out.session_index = e->index;
   out.new_session = created;
-  auto superseded = [&] {
+  auto w = std::make_shared<Waiter>();
+  uint64_t ticket = 0;
+  {
+    std::lock_guard<std::mutex> turn(e->submit);
+    LAYA_TRY(bring_to(*e->session, text, cursor));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      e->doc.assign(text);
+    }
+    SuggestCallbacks cb;
+    cb.on_piece = [w](uint64_t, std::string_view piece) {
+      std::lock_guard<std::mutex> lock(w->mu);
+      w->pieces.emplace_back(piece);
+      w->cv.notify_one();
+    };
+    cb.on_done = [w](const SuggestDone& d) {
+      std::lock_guard<std::mutex> lock(w->mu);
+      w->outcome = d.outcome;
+      w->status = d.status;
+      if (d.suggestion) w->suggestion = *d.suggestion;
+      w->done = true;
+      w->cv.notify_one();
+    };
+    ticket = scheduler_.submit(*e->session, opt, std::move(cb));
+  }
+  // The pieces go to the client from this thread, as they come.
+  std::vector<std::string> batch;
+  for (bool done = false; !done;) {
+    {
+      std::unique_lock<std::mutex> lock(w->mu);
+      w->cv.wait(lock, [&] { return w->done || !w->pieces.empty(); });
+      batch.swap(w->pieces);
+      done = w->done;
+    }
+    for (const std::string& p : batch) {
+      if (!out.stopped && on_piece && !on_piece(p)) {
+        out.stopped = true;  // a stop string, or the client went away
+        scheduler_.cancel(ticket);
+      }
+    }
+    batch.clear();
+  }
+  if (w->outcome == SuggestOutcome::kError) return w->status;
+  if (w->outcome == SuggestOutcome::kDropped || (w->outcome == SuggestOutcome::kCancelled && !out.stopped)) {
     out.superseded = true;
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.superseded;
     return out;
-  };
-  if (e->latest.load() != ticket) return superseded();
-  Session& s = *e->session;
-  // Bring the session to `text`: one edit between the common prefix and
-  // suffix, anchored at the cursor. The suffix is taken first and never
-  // reaches before the cursor, so a typed character is an insert just before
-  // the cursor even when it equals the next one ("ab|b" + "b" is an insert at
-  // 2, not at 3): the edit the editor made, which keeps the session's FIM
-  // suffix and typing-through reuse intact.
+  }
+  out.suggestion = std::move(w->suggestion);
+  out.tokens_cached = out.suggestion.tokens_cached;
+  out.truncated = out.suggestion.window_start_cp > 0;
+  return out;
+}
+
+Status ServerSessions::bring_to(Session& s, std::string_view text, size_t cursor) {
+  // One edit between the common prefix and suffix, anchored at the cursor.
+  // The suffix is taken first and never reaches before the cursor, so a typed
+  // character is an insert just before the cursor even when it equals the
+  // next one ("ab|b" + "b" is an insert at 2, not at 3): the edit the editor
+  // made, which keeps the session's FIM suffix and typing-through reuse
+  // intact. Byte offsets: the session converts them (Document).
   const std::string& old = s.text();
   const size_t k = common_suffix_bytes(old, text.substr(cursor), 0);
   const size_t p = common_prefix_bytes(std::string_view(old).substr(0, old.size() - k), text.substr(0, text.size() - k));
-  if (old != text) {
-    size_t pos_cp = 0, del_cp = 0;
-    (void)utf8::count(text.substr(0, p), &pos_cp, nullptr);
-    (void)utf8::count(std::string_view(old).substr(p, old.size() - k - p), &del_cp, nullptr);
-    LAYA_TRY(s.edit(pos_cp, del_cp, text.substr(p, text.size() - k - p)));
-  }
-  size_t cursor_cp = 0;
-  (void)utf8::count(text.substr(0, cursor), &cursor_cp, nullptr);
-  if (s.cursor() != cursor_cp) LAYA_TRY(s.move(cursor_cp));
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    e->doc.assign(text);
-  }
-  if (e->latest.load() != ticket) return superseded();
-  auto piece = [&](std::string_view pc) {
-    if (e->latest.load() != ticket) {
-      s.cancel();
-    } else if (on_piece && !on_piece(pc)) {
-      out.stopped = true;
-      s.cancel();
-    }
-  };
-  auto r = s.suggest(opt, piece);
-  if (!r.ok()) return r.status();
-  out.suggestion = std::move(r).value();
-  if (out.suggestion.cancelled && !out.stopped) return superseded();
-  out.tokens_cached = static_cast<int64_t>(s.cached_tokens().size());
-  out.truncated = s.window_start() > 0;
-  return out;
+  if (old != text) LAYA_TRY(s.edit_bytes(p, old.size() - k - p, text.substr(p, text.size() - k - p)));
+  // A request on an unchanged text still makes what ran on it stale (newest
+  // wins even for the same text); move_to_byte cancels too.
+  return s.move_to_byte(cursor);
 }
 
 }  // namespace laya::server

@@ -20,12 +20,15 @@
 // session's incremental tokenizer and KV cache keep everything before the
 // edit, exactly as for a keystroke in the editor.
 //
-// Newest wins per session: a request on a session where another is running
-// cancels it (that one returns with `superseded`), then takes its turn; an
-// older request still waiting for its turn returns at once, superseded, with
-// no work. Requests on different sessions run side by side; their forward
-// passes take turns in the engine (one at a time, each a decode step or a
-// prefill chunk), so no client waits for another's whole suggestion.
+// The suggestions run on the one serving core, a SuggestScheduler (the one
+// LSP, replay and type use), without preempting other sessions: newest wins
+// per session — a request on a session where another is running cancels it
+// (that one returns with `superseded`), and an older request still waiting
+// returns at once, superseded, with no work — and the sessions' requests take
+// turns in the order they came (llama.vim's background requests that fill the
+// cache must not cancel the suggestion at the cursor). Cancellation is the
+// session's own (Session::cancel_epoch): bringing it to a newer text cancels
+// what ran on the older one.
 #pragma once
 
 #include <atomic>
@@ -40,6 +43,7 @@
 
 #include "core/status.h"
 #include "session/model_slot.h"
+#include "session/scheduler.h"
 #include "session/session.h"
 #include "tokenizer/tokenizer.h"
 
@@ -88,11 +92,14 @@ class ServerSessions {
   struct Entry;
   std::shared_ptr<Entry> route(const std::optional<std::string>& name, std::string_view text, bool* created);
   void evict_for_room();
+  // Brings `s` to `text` with the cursor at byte `cursor`: one edit and a move.
+  static Status bring_to(Session& s, std::string_view text, size_t cursor);
 
   ModelSlot& slot_;
   Options opt_;
   mutable std::mutex mu_;  // entries_, each entry's doc, the stats
   std::vector<std::shared_ptr<Entry>> entries_;
+  SuggestScheduler scheduler_;  // after entries_: destroyed first (it holds no session then)
   uint64_t clock_ = 0;
   size_t next_index_ = 0;
   ServerSessionStats stats_;

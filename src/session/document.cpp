@@ -91,6 +91,22 @@ size_t Document::count_cp(size_t from_byte, size_t to_byte) const {
   return n;
 }
 
+Status Document::cp_range_of_bytes(size_t pos, size_t n, size_t* pos_cp, size_t* n_cp) const {
+  if (pos > text_.size() || n > text_.size() - pos) {
+    return Status(StatusCode::kOutOfRange,
+                  fmt::format("bytes [{}, {}) are outside the text ({} bytes)", pos, pos + n, text_.size()));
+  }
+  for (const size_t b : {pos, pos + n}) {
+    if (b < text_.size() && utf8::is_continuation(static_cast<unsigned char>(text_[b])))
+      return Status(StatusCode::kInvalidArgument, fmt::format("byte {} is inside a character (not at its start)", b));
+  }
+  if (pos >= cursor_byte_) *pos_cp = cursor_cp_ + count_cp(cursor_byte_, pos);
+  else if (pos < cursor_byte_ - pos) *pos_cp = count_cp(0, pos);
+  else *pos_cp = cursor_cp_ - count_cp(pos, cursor_byte_);
+  *n_cp = count_cp(pos, pos + n);
+  return Status::Ok();
+}
+
 size_t Document::utf16_units(size_t from_byte, size_t to_byte) const {
   size_t n = 0;
   for (size_t b = from_byte; b < to_byte; ++b) {

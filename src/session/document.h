@@ -49,6 +49,11 @@ class Document {
   size_t byte_of(size_t cp) const;
   // Code points in text()[from_byte, to_byte) (both at character starts).
   size_t count_cp(size_t from_byte, size_t to_byte) const;
+  // Bytes [pos, pos + n) as code points: *pos_cp where it starts, *n_cp how
+  // many it spans. kOutOfRange past the end, kInvalidArgument (naming the
+  // byte) when either end is inside a character. Counts from the cursor or
+  // the start, whichever is nearer (a keystroke at the cursor: O(1)).
+  Status cp_range_of_bytes(size_t pos, size_t n, size_t* pos_cp, size_t* n_cp) const;
 
   // UTF-16 code units of text()[from_byte, to_byte) (a code point above
   // U+FFFF is a surrogate pair: 2 units).

@@ -21,17 +21,11 @@ const char* to_string(SuggestOutcome o) {
 }
 
 SuggestScheduler::SuggestScheduler(const SchedulerOptions& opt) : opt_(opt) {
+  pending_.reserve(8);
   piece_fn_ = [this](std::string_view piece) {
-    // Session::suggest ignores a cancel() made before it began (the one for
-    // the previous keystroke must not stop this one), so a cancel that lands
-    // between the worker taking the request and suggest starting is only seen
-    // here, at the first piece. Pieces of a cancelled request are stale: not
-    // passed on.
-    if (running_cancelled_.load(std::memory_order_acquire)) {
-      running_.session->cancel();
-      return;
-    }
-    if (running_.cb.on_piece) running_.cb.on_piece(running_.ticket, piece);
+    // Pieces of a request made stale (its session cancelled since the
+    // submit) are not passed on; suggest stops at its next check.
+    if (running_.cb.on_piece && !running_.stale()) running_.cb.on_piece(running_.ticket, piece);
   };
   worker_ = std::thread([this] { worker_loop(); });
 #ifdef __linux__
@@ -40,43 +34,50 @@ SuggestScheduler::SuggestScheduler(const SchedulerOptions& opt) : opt_(opt) {
 }
 
 SuggestScheduler::~SuggestScheduler() {
-  Request dropped;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
-    take_pending_locked(dropped);
     cancel_running_locked();
     cancel_extending_locked();
   }
   poked_.store(true, std::memory_order_release);
   work_cv_.notify_all();
   idle_cv_.notify_all();
-  drop(dropped);
+  drop_all_pending();  // before the join: a waiter learns at once, not after the running request
   worker_.join();
-  // A callback (the drop above, or an on_done on the worker) may have
-  // submitted after stop_: that request never runs either.
-  Request late;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    take_pending_locked(late);
-  }
-  drop(late);
+  drop_all_pending();  // what a callback (an on_done on the worker, or a drop) submitted after stop_
 }
 
-void SuggestScheduler::take_pending_locked(Request& out) {
-  out.ticket = std::exchange(pending_.ticket, 0);
-  out.session = std::exchange(pending_.session, nullptr);
-  out.opt = pending_.opt;  // plain values: no allocation
-  // Swapped, not copied: no allocation, and the slot is left empty.
-  out.cb.on_piece.swap(pending_.cb.on_piece);
-  out.cb.on_done.swap(pending_.cb.on_done);
+void SuggestScheduler::drop_all_pending() {
+  for (;;) {
+    Request dropped;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!take_pending_locked(dropped)) return;
+    }
+    drop(dropped);
+  }
+}
+
+bool SuggestScheduler::take_pending_locked(Request& out, const Session* s) {
+  auto it = pending_.begin();
+  while (it != pending_.end() && s && it->session != s) ++it;
+  if (it == pending_.end()) return false;
+  out.ticket = it->ticket;
+  out.session = it->session;
+  out.epoch = it->epoch;
+  out.opt = it->opt;  // plain values: no allocation
+  // Swapped, not copied: no allocation.
+  out.cb.on_piece.swap(it->cb.on_piece);
+  out.cb.on_done.swap(it->cb.on_done);
+  pending_.erase(it);  // moves the later ones down: no allocation
+  return true;
 }
 
 void SuggestScheduler::cancel_running_locked() {
-  if (running_.ticket == 0) return;
-  running_forgotten_ = true;  // cancelled or forgotten: not to be extended either
-  running_cancelled_.store(true, std::memory_order_release);
-  running_.session->cancel();  // only sets a flag: stops within one decode step or prefill chunk
+  // Only sets a flag: stops within one decode step or prefill chunk, and
+  // leaves the session's epoch past the request's (stale: no idle work on it).
+  if (running_.ticket != 0) running_.session->cancel();
 }
 
 void SuggestScheduler::cancel_extending_locked(const Session* only) {
@@ -93,23 +94,30 @@ void SuggestScheduler::drop(Request& r) {
 }
 
 uint64_t SuggestScheduler::submit(Session& s, const SuggestOptions& opt, SuggestCallbacks cb) {
-  Request dropped;
+  Request dropped, dropped_other;
   uint64_t ticket = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ticket = next_ticket_++;
-    take_pending_locked(dropped);  // newest wins: the slot holds one request, never a queue
-    pending_.ticket = ticket;
-    pending_.session = &s;
-    pending_.opt = opt;
-    pending_.cb.on_piece.swap(cb.on_piece);
-    pending_.cb.on_done.swap(cb.on_done);
+    // Newest wins: at most one request of a session waits (and with
+    // preemption at most one of all, so at most one other is dropped here).
+    take_pending_locked(dropped, &s);
+    if (opt_.preempt_other_sessions) take_pending_locked(dropped_other);
     if (opt_.preempt_other_sessions || running_.session == &s) cancel_running_locked();
     cancel_extending_locked();  // idle work always gives way to a keystroke
+    // The epoch after those cancels (of `s` itself, maybe): only later ones make it stale.
+    Request& r = pending_.emplace_back();
+    r.ticket = ticket;
+    r.session = &s;
+    r.epoch = s.cancel_epoch();
+    r.opt = opt;
+    r.cb.on_piece.swap(cb.on_piece);
+    r.cb.on_done.swap(cb.on_done);
   }
   poked_.store(true, std::memory_order_release);
   work_cv_.notify_one();
   drop(dropped);
+  drop(dropped_other);
   return ticket;
 }
 
@@ -119,10 +127,9 @@ bool SuggestScheduler::cancel(uint64_t ticket) {
   bool found = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (pending_.ticket == ticket) {
-      take_pending_locked(dropped);
-      found = true;
-    } else if (running_.ticket == ticket) {
+    for (const Request& r : pending_)
+      if (r.ticket == ticket) found = take_pending_locked(dropped, r.session);
+    if (!found && running_.ticket == ticket) {
       cancel_running_locked();
       found = true;
     }
@@ -136,7 +143,7 @@ void SuggestScheduler::cancel_session(Session& s) {
   Request dropped;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (pending_.session == &s) take_pending_locked(dropped);
+    take_pending_locked(dropped, &s);
     if (running_.session == &s) cancel_running_locked();
     cancel_extending_locked(&s);
   }
@@ -148,9 +155,12 @@ void SuggestScheduler::forget(Session& s) {
   Request dropped;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    if (pending_.session == &s) take_pending_locked(dropped);
+    take_pending_locked(dropped, &s);
     if (running_.session == &s || extending_ == &s) {
-      cancel_running_locked();
+      if (running_.session == &s) {
+        cancel_running_locked();
+        running_forgotten_ = true;  // an on_done may destroy it next: not to be touched again
+      }
       cancel_extending_locked(&s);
       // On the worker thread this is an on_done: suggest has returned and
       // the worker touches the session no more, and waiting would deadlock.
@@ -166,25 +176,24 @@ void SuggestScheduler::forget(Session& s) {
 void SuggestScheduler::wait_idle() {
   if (std::this_thread::get_id() == worker_.get_id()) return;  // would wait for itself
   std::unique_lock<std::mutex> lock(mu_);
-  idle_cv_.wait(lock, [&] { return pending_.ticket == 0 && running_.ticket == 0 && extending_ == nullptr; });
+  idle_cv_.wait(lock, [&] { return pending_.empty() && running_.ticket == 0 && extending_ == nullptr; });
 }
 
 void SuggestScheduler::worker_loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    if (!stop_ && pending_.ticket == 0) {
-      poked_.store(false, std::memory_order_relaxed);  // pending_ is empty: a submit from now on sets it
+    if (!stop_ && pending_.empty()) {
+      poked_.store(false, std::memory_order_relaxed);  // nothing pending: a submit from now on sets it
       lock.unlock();
       spin_until_poked(awake_until_);
       lock.lock();
     }
-    work_cv_.wait(lock, [&] { return stop_ || pending_.ticket != 0; });
+    work_cv_.wait(lock, [&] { return stop_ || !pending_.empty(); });
     if (stop_) return;  // the destructor drops what is pending
-    // pending_ -> running_ in one locked step, so wait_idle never sees both
+    // pending -> running_ in one locked step, so wait_idle never sees both
     // empty while a request is outstanding.
     take_pending_locked(running_);
     running_forgotten_ = false;
-    running_cancelled_.store(false, std::memory_order_relaxed);
     lock.unlock();
     const bool done = run_one();
     // Only the worker reads running_.cb: cleared unlocked, so a callable's
@@ -195,7 +204,7 @@ void SuggestScheduler::worker_loop() {
     Session* ran = running_.session;
     running_.ticket = 0;
     running_.session = nullptr;
-    if (done) extend_idle(lock, ran);
+    if (done) extend_idle(lock, ran, running_.epoch);
     idle_cv_.notify_all();
   }
 }
@@ -210,10 +219,12 @@ void SuggestScheduler::spin_until_poked(std::chrono::steady_clock::time_point un
   }
 }
 
-void SuggestScheduler::extend_idle(std::unique_lock<std::mutex>& lock, Session* s) {
-  // Not after a forget() (an on_done may have forgotten the session to
-  // destroy it) or any cancel of the request, nor with a keystroke waiting.
-  if (opt_.idle_extend_tokens <= 0 || stop_ || pending_.ticket != 0 || running_forgotten_) return;
+void SuggestScheduler::extend_idle(std::unique_lock<std::mutex>& lock, Session* s, uint64_t ran_epoch) {
+  // Not after any cancel of the session since its request (a forget() from
+  // an on_done that destroys it cancels too), nor with a keystroke waiting.
+  if (opt_.idle_extend_tokens <= 0 || stop_ || !pending_.empty() || running_forgotten_ ||
+      s->cancel_epoch() != ran_epoch)
+    return;
   extending_ = s;
   lock.unlock();
   s->extend_chain(opt_.idle_extend_tokens);
@@ -225,24 +236,24 @@ bool SuggestScheduler::run_one() {
   SuggestDone d;
   d.ticket = running_.ticket;
   d.session = running_.session;
-  if (running_cancelled_.load(std::memory_order_acquire)) {
-    // Superseded between the slot and the start: nothing was computed.
+  if (running_.stale()) {
+    // Superseded between the submit and the start: nothing is computed.
     d.outcome = SuggestOutcome::kDropped;
     if (running_.cb.on_done) running_.cb.on_done(d);
     return false;
   }
-  Result<Suggestion> res = running_.session->suggest(running_.opt, piece_fn_);
+  Suggestion& res = result_;
+  const Status st = running_.session->suggest_since(running_.epoch, running_.opt, &res, piece_fn_);
   awake_until_ = std::chrono::steady_clock::now() +
                  std::chrono::milliseconds(running_.session->engine().options().awake_ms);
-  if (!res.ok()) {
+  if (!st.ok()) {
     d.outcome = SuggestOutcome::kError;
-    d.status = res.status();
+    d.status = st;
   } else {
-    d.suggestion = &res.value();
+    d.suggestion = &res;
     // A request superseded while it ran is stale even when it happened to
     // finish: its result is not to be shown.
-    const bool stopped = res->cancelled || running_cancelled_.load(std::memory_order_acquire);
-    d.outcome = stopped ? SuggestOutcome::kCancelled : SuggestOutcome::kDone;
+    d.outcome = res.cancelled || running_.stale() ? SuggestOutcome::kCancelled : SuggestOutcome::kDone;
   }
   if (running_.cb.on_done) running_.cb.on_done(d);
   return d.outcome == SuggestOutcome::kDone;

@@ -6,11 +6,19 @@
 //
 // Newest wins. There is one user with one cursor, so only the suggestion for
 // the newest keystroke is ever shown: an older one is wasted work that would
-// delay it. So there is no queue, only one pending slot: a submit replaces the
-// pending request (the replaced one ends `kDropped`) and cancels the running
-// one (it ends `kCancelled` within one decode step or one prefill chunk) —
-// by default even when it belongs to another session (a keystroke in file B
-// makes file A's suggestion stale too: the user has moved on).
+// delay it. So there is no queue of keystrokes, one pending slot per session:
+// a submit replaces its session's pending request (the replaced one ends
+// `kDropped`) and cancels its running one (it ends `kCancelled` within one
+// decode step or one prefill chunk). By default it does the same to every
+// other session's (a keystroke in file B makes file A's suggestion stale too:
+// the user has moved on); with preempt_other_sessions off (a server with
+// several clients, or llama.vim's background requests that fill the cache)
+// the sessions' requests run in the order they came, one at a time.
+//
+// Cancellation is the session's own count (Session::cancel_epoch): a request
+// remembers it at submit, and any cancel() of its session since — an edit, a
+// move, a newer request — stops it or, before it starts, drops it. The
+// scheduler keeps no cancel flag of its own.
 //
 // Lifetime: a Session must outlive every request submitted for it. Before
 // destroying a session, call forget(session): it drops and cancels its
@@ -24,8 +32,9 @@
 // exactly one on_done. Callbacks must not throw, and on_piece must not edit
 // its session (the session's lock is held) nor call forget / wait_idle.
 //
-// Allocation: the pending and running slots are reused; a submit copies the
-// options (no heap) and moves the callbacks in (no heap). std::function keeps
+// Allocation: the pending and running slots are reused (room for 8 sessions
+// waiting is reserved up front); a submit copies the options (no heap) and
+// moves the callbacks in (no heap). std::function keeps
 // a small callable (libstdc++: trivially copyable, at most 16 bytes — a lambda
 // capturing one or two pointers or references) inline; a larger one is put on
 // the heap when the caller builds the Callbacks, not by the scheduler.
@@ -40,6 +49,7 @@
 #include <mutex>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "core/status.h"
 #include "session/session.h"
@@ -48,10 +58,10 @@ namespace laya {
 
 struct SchedulerOptions {
   // A submit always cancels a running request on the same session (its text
-  // is out of date). true: it also cancels one on another session (one user:
-  // the newest keystroke wins everywhere). false: a request on another
-  // session runs to its end first (the pending slot still keeps only the
-  // newest).
+  // is out of date) and replaces its pending one. true: it also cancels and
+  // drops every other session's (one user: the newest keystroke wins
+  // everywhere). false: other sessions' requests keep their turn (first
+  // come, first served).
   bool preempt_other_sessions = true;
   // Idle-time work: after a suggestion completes and while nothing is
   // pending, extend it by this many tokens (Session::extend_chain) on the
@@ -116,32 +126,35 @@ class SuggestScheduler {
   struct Request {
     uint64_t ticket = 0;  // 0: the slot is empty
     Session* session = nullptr;
+    uint64_t epoch = 0;   // session->cancel_epoch() at submit: any cancel since makes it stale
     SuggestOptions opt;
     SuggestCallbacks cb;
+    bool stale() const { return session->cancel_epoch() != epoch; }
   };
 
   void worker_loop();
   bool run_one();  // runs running_ (the lock not held); true when it completed (kDone)
-  // The idle-time work after a completed suggestion on `s` (lock held on
-  // entry and exit, released while it runs).
-  void extend_idle(std::unique_lock<std::mutex>& lock, Session* s);
+  // The idle-time work after a completed suggestion on `s`, submitted at
+  // `ran_epoch` (lock held on entry and exit, released while it runs).
+  void extend_idle(std::unique_lock<std::mutex>& lock, Session* s, uint64_t ran_epoch);
   void cancel_extending_locked(const Session* only = nullptr);
   // Spins (the lock not held) until poked_ or `until`.
   void spin_until_poked(std::chrono::steady_clock::time_point until);
-  // Empties pending_ into `out` (callbacks moved, no allocation) under mu_.
-  void take_pending_locked(Request& out);
+  // Moves the pending request of `s` (nullptr: the oldest of any) into `out`
+  // (callbacks moved, no allocation) and removes it, under mu_. false: none.
+  bool take_pending_locked(Request& out, const Session* s = nullptr);
   void cancel_running_locked();
   static void drop(Request& r);  // calls on_done(kDropped); the lock not held
+  void drop_all_pending();       // the lock not held
 
   const SchedulerOptions opt_;
   std::mutex mu_;
   std::condition_variable work_cv_;  // pending_ filled or stop_
   std::condition_variable idle_cv_;  // running_ emptied
-  Request pending_;                  // the newest request not yet started
+  std::vector<Request> pending_;     // the newest request of each session not yet started, oldest first
   Request running_;                  // written under mu_ by the worker only; read by it unlocked
   Session* extending_ = nullptr;     // the session whose suggestion the worker extends (idle work), under mu_
-  bool running_forgotten_ = false;   // forget / cancel_session hit running_: no idle work on it after, under mu_
-  std::atomic<bool> running_cancelled_{false};
+  bool running_forgotten_ = false;   // forget() hit running_: its session may be gone after on_done, under mu_
   // Set with every work_cv_ notification (a submit, the destructor): what the
   // worker watches while it spins in its awake window.
   std::atomic<bool> poked_{false};
@@ -149,6 +162,7 @@ class SuggestScheduler {
   // engine's EngineOptions::awake_ms): the next keystroke of a typist then
   // finds it awake (a sleeping core of a VM takes 1-3 ms to wake).
   std::chrono::steady_clock::time_point awake_until_{};
+  Suggestion result_;  // the running request's, reused (the worker's only)
   uint64_t next_ticket_ = 1;
   bool stop_ = false;
   // Made once: forwards running_'s pieces (a member, so suggest() gets the

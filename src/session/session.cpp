@@ -34,6 +34,8 @@ void Suggestion::clear() {
   cut_by_deadline = cancelled = window_moved = fim = rebound = false;
   typed_through = 0;
   healed_bytes = 0;
+  tokens_cached = 0;
+  window_start_cp = 0;
   timings.tokenize_ms = timings.prefill_ms = timings.detokenize_ms = timings.total_ms = timings.rebind_ms = 0;
   timings.tokens_reused = timings.tokens_computed = 0;
   timings.decode_ms.clear();
@@ -104,6 +106,23 @@ Status Session::edit_locked(size_t pos_cp, size_t n_deleted_cp, std::string_view
   plan_.on_edit(doc_, c);
   pending_tokenize_ms_ += ms_since(t0);
   return Status::Ok();
+}
+
+Status Session::edit_bytes(size_t pos, size_t n_deleted, std::string_view inserted) {
+  size_t pos_cp = 0, n_deleted_cp = 0;
+  cancel();
+  std::lock_guard<std::mutex> lock(mu_);
+  LAYA_TRY(doc_.cp_range_of_bytes(pos, n_deleted, &pos_cp, &n_deleted_cp));
+  return edit_locked(pos_cp, n_deleted_cp, inserted);
+}
+
+Status Session::move_to_byte(size_t cursor_byte) {
+  size_t cp = 0, n = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // the text does not change under the conversion
+    LAYA_TRY(doc_.cp_range_of_bytes(cursor_byte, 0, &cp, &n));
+  }
+  return move(cp);
 }
 
 Status Session::move(size_t cursor_cp) {
@@ -244,12 +263,16 @@ Result<Suggestion> Session::suggest(const SuggestOptions& opt, const std::functi
 
 Status Session::suggest_into(const SuggestOptions& opt, Suggestion* out,
                              const std::function<void(std::string_view)>& on_piece) {
+  // A cancel() after this call began must stop it, even one that came while
+  // it waited for the lock; one before it began must not.
+  return suggest_since(cancel_epoch_.load(), opt, out, on_piece);
+}
+
+Status Session::suggest_since(uint64_t epoch, const SuggestOptions& opt, Suggestion* out,
+                              const std::function<void(std::string_view)>& on_piece) {
   const auto start = Clock::now();
   // A hot swap preparing the next model gives way while this runs.
   const foreground::Scope busy;
-  // A cancel() after this call began must stop it, even one that came while
-  // it waited for the lock; one before it began must not.
-  const uint64_t epoch = cancel_epoch_.load();
   std::lock_guard<std::mutex> lock(mu_);
   cancel_.store(false);
   if (cancel_epoch_.load() != epoch) cancel_.store(true);
@@ -298,6 +321,8 @@ Status Session::suggest_into(const SuggestOptions& opt, Suggestion* out,
     if (!st.ok() || s.cancelled) reuse_.drop_chain();
     if (!st.ok()) return st;  // nothing to accept; the sequence still holds a correct prefix
   }
+  s.tokens_cached = static_cast<int64_t>(reuse_.sequence().tokens().size());
+  s.window_start_cp = plan_.window_cp();
   s.timings.total_ms = ms_since(start);
   has_current_ = true;
   done_epoch_ = cancel_epoch_.load();

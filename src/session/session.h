@@ -127,6 +127,11 @@ struct Suggestion {
   // swap prewarmed, or the one the session left on that model, or blocks its
   // pool still held, or else from nothing.
   bool rebound = false;
+  // The session after the call (read under its lock, so a caller on another
+  // thread need not touch the session): the tokens its KV holds, and the code
+  // point where the prompt's window starts (> 0: the text before it is cut).
+  int64_t tokens_cached = 0;
+  size_t window_start_cp = 0;
   SuggestTimings timings;
 
   // Empties it, keeping the capacity of its strings and vectors.
@@ -152,8 +157,13 @@ class Session final : private SlotClient {
   // any length: keystrokes, input-method commits, pastes); the cursor ends
   // after the inserted text (the trace format's convention).
   Status edit(size_t pos_cp, size_t n_deleted_cp, std::string_view inserted);
+  // The same in bytes (the HTTP API's unit): pos and pos + n_deleted on
+  // character starts, else kInvalidArgument naming the byte.
+  Status edit_bytes(size_t pos, size_t n_deleted, std::string_view inserted);
   // Moves the cursor (code points); the text is unchanged.
   Status move(size_t cursor_cp);
+  // The same to a byte offset (a character start).
+  Status move_to_byte(size_t cursor_byte);
   // The user takes the first n_chars code points of the current suggestion:
   // they are inserted at the cursor as an edit. Their tokens are still cached,
   // so the next suggest computes at most the last of them (for its logits)
@@ -173,6 +183,15 @@ class Session final : private SlotClient {
   // cancel() is called) within one decode step or one prefill chunk; it then
   // returns what it has with `cancelled` set. Any thread; never blocks.
   void cancel();
+  // Cancellation is one count per session: every cancel() (so every edit,
+  // move, set_text and accept) adds one. A suggest is stopped by any cancel()
+  // after `since` (a value read earlier with cancel_epoch()): a scheduler
+  // reads it when a request is submitted, so a keystroke between the submit
+  // and the start stops the request too, and a stale result is one whose
+  // epoch moved on. suggest_into() counts from its own start.
+  uint64_t cancel_epoch() const { return cancel_epoch_.load(std::memory_order_acquire); }
+  Status suggest_since(uint64_t since, const SuggestOptions& opt, Suggestion* out,
+                       const std::function<void(std::string_view)>& on_piece = {});
 
   // Idle-time work: extends the last suggestion's greedy chain (see
   // reuse_chain()) by up to n_tokens decode steps, so that typing through

@@ -321,38 +321,44 @@ Status TokenizerBuilder::hf_vocab(const json& model, const std::string& name, si
 
 // model.merges: "a b" strings or ["a", "b"] pairs; rank = position.
 Status TokenizerBuilder::hf_merges(const json& model, const std::string& name, Tokenizer* t) {
+  // Views into the parsed JSON, which outlives this call: a 9 MB
+  // tokenizer.json (Llama 3: 128k tokens, 280k merges) loaded in 0.85 s, most
+  // of it copying strings for this table and per-merge messages.
   const json& vocab = model["vocab"];
-  std::unordered_map<std::string, int32_t, StrHash, StrEq> raw_ids;
+  std::unordered_map<std::string_view, int32_t, StrHash, StrEq> raw_ids;
   raw_ids.reserve(vocab.size() * 2);
   for (auto it = vocab.begin(); it != vocab.end(); ++it) raw_ids.emplace(it.key(), int32_t(it.value().get<int64_t>()));
-  auto id_of = [&](const std::string& s) -> int32_t {
+  auto id_of = [&](std::string_view s) -> int32_t {
     auto it = raw_ids.find(s);
     return it == raw_ids.end() ? -1 : it->second;
   };
   BpeModel& bpe = *t->bpe_;
   const json& merges = model["merges"];
   bpe.merges.reserve(merges.size() * 2);
-  std::string a, b;
+  std::string_view a, b;
+  std::string ab;
   for (size_t r = 0; r < merges.size(); ++r) {
     const json& m = merges[r];
-    const std::string field = "model.merges[" + std::to_string(r) + "]";
+    auto field = [r] { return "model.merges[" + std::to_string(r) + "]"; };
     if (m.is_string()) {
-      const std::string& s = m.get_ref<const std::string&>();
+      const std::string_view s = m.get_ref<const std::string&>();
       size_t sp = s.find(' ');
       if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos)
-        return bad(name, field, shown(s) + " is not two tokens separated by a space");
+        return bad(name, field(), shown(std::string(s)) + " is not two tokens separated by a space");
       a = s.substr(0, sp);
       b = s.substr(sp + 1);
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      a = m[0].get<std::string>();
-      b = m[1].get<std::string>();
+      a = m[0].get_ref<const std::string&>();
+      b = m[1].get_ref<const std::string&>();
     } else {
-      return bad(name, field, "expected \"a b\" or [\"a\", \"b\"]");
+      return bad(name, field(), "expected \"a b\" or [\"a\", \"b\"]");
     }
-    int32_t la = id_of(a), lb = id_of(b), lm = id_of(a + b);
+    ab.assign(a).append(b);
+    int32_t la = id_of(a), lb = id_of(b), lm = id_of(ab);
     if (la < 0 || lb < 0 || lm < 0)
-      return bad(name, field, shown(a + " " + b) + ": token " + shown(la < 0 ? a : lb < 0 ? b : a + b) +
-                                  " is not in model.vocab");
+      return bad(name, field(), shown(std::string(a) + " " + std::string(b)) + ": token " +
+                                    shown(std::string(la < 0 ? a : lb < 0 ? b : std::string_view(ab))) +
+                                    " is not in model.vocab");
     bpe.merges.emplace((uint64_t(uint32_t(la)) << 32) | uint32_t(lb), BpeModel::Merge{int32_t(r), lm});
   }
   return Status::Ok();
