@@ -1,16 +1,13 @@
 #include "session/generator.h"
 
+#include "core/clock.h"
+
 #include <algorithm>
 #include <fmt/format.h>
 
 #include "core/utf8.h"
 
 namespace laya {
-
-namespace {
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-}  // namespace
 
 // Tokens that are only a prefix of the healed bytes are not allowed: measured
 // on the public traces (bench-typing, default model), letting the greedy
@@ -54,7 +51,7 @@ int32_t Generator::pick_healed(const float* lg, std::string_view heal_left) cons
 // itself is cut away at a line end).
 bool Generator::emit_text(std::string_view b, std::string_view& heal_left, const GenerateOptions& opt, Generated* out,
                           bool* cut_at_line) {
-  const auto t0 = Clock::now();
+  const auto t0 = std::chrono::steady_clock::now();
   const size_t skip = std::min(b.size(), heal_left.size());
   heal_left = heal_advance(b, heal_left);
   pending_.append(b.substr(skip));
@@ -108,7 +105,7 @@ Status Generator::run(DecodeTarget& target, std::span<const int32_t> prompt, Sam
           out->stop = StopReason::kContext;
           break;
         }
-        const auto now = Clock::now();
+        const auto now = std::chrono::steady_clock::now();
         if (opt.deadline && now + std::chrono::duration<double, std::milli>(last_step_ms_) > *opt.deadline) {
           out->stop = StopReason::kDeadline;
           break;

@@ -1,15 +1,13 @@
 #include "session/reuse.h"
 
+#include "core/clock.h"
+
 #include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
 
 namespace laya {
 
-namespace {
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-}  // namespace
 
 void Reuse::rebind(Engine& eng, const tok::Tokenizer& tok, std::unique_ptr<Sequence> seq) {
   seq_.reset();  // the old model's pool must outlive its sequence: the caller frees that one first
@@ -76,7 +74,7 @@ size_t Reuse::take_chain(const Prompt& p, int max_tokens, bool greedy, const Con
 // computes only the rest (at least the last token, for its logits, unless the
 // logits of exactly this prompt are still there).
 Status Reuse::prefill(std::span<const int32_t> prompt, const std::atomic<bool>& cancel, PrefillReport* r) {
-  const auto t0 = Clock::now();
+  const auto t0 = std::chrono::steady_clock::now();
   const auto& cached = seq_->tokens();
   const size_t n = std::min(cached.size(), prompt.size());
   size_t common = static_cast<size_t>(

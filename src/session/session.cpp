@@ -1,5 +1,7 @@
 #include "session/session.h"
 
+#include "core/clock.h"
+
 #include <algorithm>
 #include <fmt/format.h>
 
@@ -11,10 +13,6 @@ namespace laya {
 namespace {
 
 using Clock = Deadline::Clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 bool same_params(const SamplerParams& a, const SamplerParams& b) {
   return a.temperature == b.temperature && a.top_k == b.top_k && a.top_p == b.top_p && a.min_p == b.min_p &&

@@ -72,7 +72,7 @@ bool StopStream::push(std::string_view piece) {
 
 void StopStream::finish() {
   if (stopped_) return;
-  acc_.resize(acc_.size() - std::min(acc_.size(), utf8::incomplete_tail(acc_)));
+  acc_.erase(acc_.size() - std::min(acc_.size(), utf8::incomplete_tail(acc_)));  // erase, not resize: GCC 12 warns falsely (-Wrestrict) on a shrinking resize
   flush_to(acc_.size());
 }
 
