@@ -308,9 +308,10 @@ TEST(SuggestScheduler, ForgetThenDestroySessionIsSafe) {
 
 TEST(SuggestScheduler, CancelByTicketAndSessionAndBadOptions) {
   REQUIRE_MODEL();
-  Session a(*E->eng, *E->tok), b(*E->eng, *E->tok);
+  Session a(*E->eng, *E->tok), b(*E->eng, *E->tok), c(*E->eng, *E->tok);
   ASSERT_TRUE(a.set_text(kCode).ok());
   ASSERT_TRUE(b.set_text(kNotes).ok());
+  ASSERT_TRUE(c.set_text("x = 1\ny = ").ok());
   Log log;
   std::atomic<int> pieces{0};
   std::atomic<bool> go{false};
@@ -319,14 +320,17 @@ TEST(SuggestScheduler, CancelByTicketAndSessionAndBadOptions) {
   const uint64_t ta = sched.submit(a, tokens(200), log.callbacks(hold_at(1, pieces, go)));
   ASSERT_RUNNING(log, ta, pieces, 1);
   const uint64_t tb = sched.submit(b, tokens(8), log.callbacks());
-  EXPECT_TRUE(sched.cancel(tb));  // pending: dropped at once
+  const uint64_t tc = sched.submit(c, tokens(8), log.callbacks());  // pending behind b
+  EXPECT_TRUE(sched.cancel(tb));  // pending: dropped at once, the one behind it kept
   EXPECT_EQ(log.of(tb), "dropped");
+  EXPECT_EQ(log.of(tc), "");
   EXPECT_FALSE(sched.cancel(tb));
   EXPECT_FALSE(sched.cancel(0));
   sched.cancel_session(a);  // running: cancelled
   go = true;
   Bounded([&] { sched.wait_idle(); }).join("wait_idle");
   EXPECT_EQ(log.of(ta), "cancelled");
+  EXPECT_EQ(log.of(tc), "done");
   EXPECT_FALSE(sched.cancel(ta));
   const uint64_t bad = sched.submit(b, tokens(0), log.callbacks());
   Bounded([&] { sched.wait_idle(); }).join("wait_idle");

@@ -61,11 +61,11 @@ Env* env() {
   ASSERT_TRUE(E->eng && E->eng2 && E->eng_f16 && E->tok) << "default model did not load"
 
 // A few hundred tokens of code: long enough for several 64-position blocks
-// and a partial last one (about 200 tokens, 4 blocks, under the sanitizer,
+// and a partial last one (180 tokens, 3 blocks with a suggestion, under the sanitizer,
 // whose forward passes were most of its SessionStore tests' 150 s).
 std::string doc(int variant) {
   std::string s = "# Licence: MIT. Copyright the laya authors. Permission is granted to use this file.\n";
-  const int functions = test::sanitizer_scaled(4) == 4 ? 12 : 6;
+  const int functions = test::kSanitizerBuild ? 6 : 12;
   for (int i = 0; i < functions; ++i) {
     s += fmt::format("def f{}_{}(x, y):\n    total = x * {} + y\n    return total - {}\n\n", variant, i, i + variant,
                      i * 3);

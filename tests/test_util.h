@@ -32,38 +32,28 @@ std::string fixtures_dir();
   if (!std::filesystem::exists(LAYA_CLI_PATH))                                          \
   GTEST_SKIP() << LAYA_CLI_PATH << " not built (the sanitizer build has no CLI); skipping CLI test"
 
-// Iterations of a long randomized test: n, or a quarter of n in the
-// AddressSanitizer build, which runs them ~3x slower inside CI's 30 minutes
-// (tools/ci/sanitize.sh: 314 s for its tests); the Release build runs all n.
-constexpr size_t sanitizer_scaled(size_t n) {
+// The AddressSanitizer build (tools/ci/sanitize.sh), whose instrumented code
+// runs its tests ~3-10x slower inside CI's 30 minutes: the helpers below make
+// its long tests smaller; the Release build runs them in full.
 #if defined(__SANITIZE_ADDRESS__)
-  return n / 4 > 0 ? n / 4 : 1;
+inline constexpr bool kSanitizerBuild = true;
 #else
-  return n;
+inline constexpr bool kSanitizerBuild = false;
 #endif
-}
+
+// Iterations of a long randomized test: n, or a quarter of n under the
+// sanitizer.
+constexpr size_t sanitizer_scaled(size_t n) { return kSanitizerBuild ? (n / 4 > 0 ? n / 4 : 1) : n; }
 
 // Every how many events a long replay compares with a from-scratch result: 1,
-// or 4 in the AddressSanitizer build (the incremental path still runs on every
-// event, and the last one is always compared).
-constexpr int sanitizer_stride() {
-#if defined(__SANITIZE_ADDRESS__)
-  return 4;
-#else
-  return 1;
-#endif
-}
+// or 4 under the sanitizer (the incremental path still runs on every event,
+// and the last one is always compared).
+constexpr int sanitizer_stride() { return kSanitizerBuild ? 4 : 1; }
 
-// Engine threads for a test: 1 in the sanitizer build, whose tests run in one
-// shard a core (tools/ci/sanitize.sh): two 2-thread shards on CI's 2 cores
-// made every forward pass wait for a descheduled worker.
-constexpr int sanitizer_threads(int n) {
-#if defined(__SANITIZE_ADDRESS__)
-  return n > 0 ? 1 : n;
-#else
-  return n;
-#endif
-}
+// Engine threads for a test: 1 under the sanitizer, whose tests run in one
+// process a core (tools/ci/sanitize.sh): 2-thread engines in both on CI's 2
+// cores made every forward pass wait for a descheduled worker.
+constexpr int sanitizer_threads(int n) { return kSanitizerBuild && n > 0 ? 1 : n; }
 
 struct NpyArray {
   std::vector<int64_t> shape;

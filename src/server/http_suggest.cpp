@@ -153,10 +153,10 @@ void HttpServer::infill(const httplib::Request& req, httplib::Response& res) {
                  {"top_p", so.sampling.top_p},
                  {"model", model_id()}}},
                {"has_new_line", out->content.find('\n') != std::string::npos},
-               {"truncated", out->served.truncated},
+               {"truncated", s.window_start_cp > 0},  // the window starts after the document's start
                {"stop_type", out->stop_type},
                {"stopping_word", out->stopping_word},
-               {"tokens_cached", out->served.tokens_cached},
+               {"tokens_cached", s.tokens_cached},
                {"timings", timings_json(s)},
                {"laya",
                 {{"session", out->served.session_index},

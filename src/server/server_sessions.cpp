@@ -199,8 +199,6 @@ Result<ServedSuggestion> ServerSessions::suggest(const std::optional<std::string
     return out;
   }
   out.suggestion = std::move(w->suggestion);
-  out.tokens_cached = out.suggestion.tokens_cached;
-  out.truncated = out.suggestion.window_start_cp > 0;
   return out;
 }
 

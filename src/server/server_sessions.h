@@ -53,8 +53,6 @@ struct ServedSuggestion {
   Suggestion suggestion;
   bool superseded = false;       // a newer request on the same session took over
   bool stopped = false;          // on_piece asked to stop (a stop string, the client went away)
-  int64_t tokens_cached = 0;     // tokens the session's KV holds afterwards
-  bool truncated = false;        // the prompt's window starts after the document's start
   size_t session_index = 0;      // stable id of the session (for "id_slot" in responses and /metrics)
   bool new_session = false;      // this request made it
 };

@@ -1,13 +1,12 @@
 #include "session/reuse.h"
 
-#include "core/clock.h"
-
 #include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
 
-namespace laya {
+#include "core/clock.h"
 
+namespace laya {
 
 void Reuse::rebind(Engine& eng, const tok::Tokenizer& tok, std::unique_ptr<Sequence> seq) {
   seq_.reset();  // the old model's pool must outlive its sequence: the caller frees that one first

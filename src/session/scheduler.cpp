@@ -127,9 +127,12 @@ bool SuggestScheduler::cancel(uint64_t ticket) {
   bool found = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    const Session* owner = nullptr;
     for (const Request& r : pending_)
-      if (r.ticket == ticket) found = take_pending_locked(dropped, r.session);
-    if (!found && running_.ticket == ticket) {
+      if (r.ticket == ticket) owner = r.session;
+    if (owner) {
+      found = take_pending_locked(dropped, owner);  // a session has one pending request: this one
+    } else if (running_.ticket == ticket) {
       cancel_running_locked();
       found = true;
     }

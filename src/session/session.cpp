@@ -116,16 +116,19 @@ Status Session::edit_bytes(size_t pos, size_t n_deleted, std::string_view insert
 
 Status Session::move_to_byte(size_t cursor_byte) {
   size_t cp = 0, n = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);  // the text does not change under the conversion
-    LAYA_TRY(doc_.cp_range_of_bytes(cursor_byte, 0, &cp, &n));
-  }
-  return move(cp);
+  cancel();
+  std::lock_guard<std::mutex> lock(mu_);  // the conversion and the move see the same text
+  LAYA_TRY(doc_.cp_range_of_bytes(cursor_byte, 0, &cp, &n));
+  return move_locked(cp);
 }
 
 Status Session::move(size_t cursor_cp) {
   cancel();
   std::lock_guard<std::mutex> lock(mu_);
+  return move_locked(cursor_cp);
+}
+
+Status Session::move_locked(size_t cursor_cp) {
   LAYA_TRY(doc_.check_move(cursor_cp));
   if (cursor_cp == doc_.cursor_cp()) return Status::Ok();
   const auto t0 = Clock::now();

@@ -295,6 +295,7 @@ class Session final : private SlotClient {
 
   Session(std::shared_ptr<const ModelBundle> bundle, ModelSlot* slot, const SessionOptions& options);
   Status edit_locked(size_t pos_cp, size_t n_deleted_cp, std::string_view inserted);
+  Status move_locked(size_t cursor_cp);
   Status check_options(const SuggestOptions& opt) const;
   int64_t room(int max_tokens) const;
   // The prompt at the cursor into prompt_ (the window updated first).

@@ -64,6 +64,7 @@
 
 #include "cli_util.h"
 #include "core/atomic_file.h"
+#include "core/clock.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "outputs.h"
@@ -87,8 +88,6 @@ using player::ms_line;
 using player::percentile;
 using player::SessionSet;
 using player::SwitchResults;
-
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // --check replaces only an earlier check file.
 OutputOptions check_output_options(const std::vector<std::string>& inputs) {

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/clock.h"
 #include "engine/engine.h"
 #include "player/trace.h"
 #include "tokenizer/tokenizer.h"
@@ -18,8 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // Generated code-like text (when there are no traces): deterministic in `seed`.
 std::string generated_corpus(uint64_t seed) {
