@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <thread>
 #include <vector>
 
+#include "backend/cpu/kernels.h"
 #include "core/memlock.h"
 #include "engine/engine.h"
 #include "test_util.h"
@@ -82,6 +84,55 @@ TEST(EngineApi, SequencesAreIndependentAndTruncateReusesThePrefix) {
   EXPECT_EQ(s1->n_past(), static_cast<int64_t>(b.size()));
   EXPECT_EQ(s1->tokens(), b);
   (void)la;
+}
+
+// A pass of k <= exact_rows() tokens gives each row the bits that decoding
+// the tokens one at a time gives: what lets drafted tokens be verified in one
+// pass with the output unchanged. Every ISA of this CPU, every weight type
+// of the fixtures (float, 32-blocks, K-quants: packed or not).
+TEST(EngineApi, SmallPassesGiveEachRowTheBitsOfADecodeStep) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  const std::vector<std::string> files = {
+      LAYA_SOURCE_DIR "/models/laya-default-q8_0.gguf", fx + "/ref-models/llama-tiny/gguf/llama-tiny-f16.gguf",
+      fx + "/ref-models/llama-tiny/gguf/llama-tiny-Q4_0.gguf", fx + "/ref-models/llama-tiny/gguf/llama-tiny-Q4_K_M.gguf",
+      fx + "/ref-models/qwen3-tiny/gguf/qwen3-tiny-Q6_K.gguf", fx + "/ref-models/qwen2-tiny/gguf/qwen2-tiny-q8_0.gguf"};
+  for (const char* isa : {"scalar", "avx2", "avx512"}) {
+    cpu::Isa parsed;
+    if (!cpu::parse_isa(isa, &parsed) || !cpu::isa_supported(parsed)) continue;
+    for (const std::string& f : files) {
+      SCOPED_TRACE(std::string(isa) + " " + f);
+      auto m = Model::load(f);
+      ASSERT_TRUE(m.ok()) << m.status().to_string();
+      EngineOptions eo;
+      eo.n_threads = 2;
+      eo.n_ctx = 128;
+      eo.isa = isa;
+      auto created = Engine::create(std::shared_ptr<const Model>(std::move(m).value()), eo);
+      ASSERT_TRUE(created.ok()) << created.status().to_string();
+      Engine& e = **created;
+      const int64_t nv = e.n_vocab();
+      const int64_t k_max = e.backend().exact_rows();
+      ASSERT_GE(k_max, 8);
+      std::vector<int32_t> ids(40);
+      for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7919 + 13) % static_cast<size_t>(nv));
+      const std::span<const int32_t> prompt(ids.data(), 20);
+      auto one = e.new_sequence(), many = e.new_sequence();
+      ASSERT_TRUE(e.prefill(*one, prompt, 0).ok());
+      ASSERT_TRUE(e.prefill(*many, prompt, 0).ok());
+      std::vector<std::vector<float>> stepped;
+      for (int64_t i = 20; i < 20 + k_max; ++i) {
+        ASSERT_TRUE(e.decode(*one, ids[static_cast<size_t>(i)]).ok());
+        stepped.emplace_back(one->logits(), one->logits() + nv);
+      }
+      for (int64_t k : {int64_t{2}, int64_t{3}, int64_t{5}, k_max}) {
+        std::vector<float> rows(static_cast<size_t>(k * nv));
+        ASSERT_TRUE(e.prefill(*many, std::span<const int32_t>(ids.data() + 20, static_cast<size_t>(k)), 20, rows.data()).ok());
+        for (int64_t r = 0; r < k; ++r)
+          EXPECT_EQ(0, std::memcmp(rows.data() + r * nv, stepped[static_cast<size_t>(r)].data(), static_cast<size_t>(nv) * 4))
+              << "k " << k << " row " << r;
+      }
+    }
+  }
 }
 
 TEST(EngineApi, ErrorsAtTheLimits) {

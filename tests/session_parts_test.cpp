@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "session/document.h"
+#include "session/draft.h"
 #include "session/generator.h"
 #include "session/prompt_plan.h"
 #include "session/reuse.h"
@@ -238,34 +239,73 @@ TEST(Reuse, TypingThroughTheChainComputesNothingAndADifferentPromptDoes) {
 
 // ---- Generator ---------------------------------------------------------------------
 
-// A model whose logits say "token script[i] next" at position base + i.
+// A model whose logits say "token script[i] next" at position base + i,
+// whatever was fed: positions whose logits a pass computed stay readable
+// until a cut or another pass.
 class ScriptedTarget final : public DecodeTarget {
  public:
-  ScriptedTarget(int n_vocab, int64_t base, std::vector<int32_t> script, int64_t n_ctx = 1 << 20)
-      : base_(base), script_(std::move(script)), n_ctx_(n_ctx), logits_(n_vocab) {
-    set(base_);
+  ScriptedTarget(int n_vocab, int64_t base, std::vector<int32_t> script, int64_t n_ctx = 1 << 20, int64_t max_feed = 1)
+      : base_(base), script_(std::move(script)), n_ctx_(n_ctx), max_feed_(max_feed), logits_(n_vocab) {
+    lo_ = hi_ = n_past_ = base_;
   }
-  const float* first_logits() override { return logits_.data(); }
-  const float* logits_at(int64_t at) override { return at == at_ ? logits_.data() : nullptr; }
-  Status feed(int64_t at, int32_t) override {
+  const float* first_logits() override { return at(base_); }
+  const float* logits_at(int64_t x) override { return x >= lo_ && x <= hi_ && x <= n_past_ ? at(x) : nullptr; }
+  Status feed(int64_t x, int32_t token) override {
     ++fed;
-    set(at);
+    fed_tokens.push_back(token);
+    lo_ = hi_ = n_past_ = x;
     return Status::Ok();
   }
   int64_t n_ctx() const override { return n_ctx_; }
-  int fed = 0;
+  int64_t max_feed() const override { return max_feed_; }
+  Status feed_many(int64_t x, std::span<const int32_t> tokens) override {
+    ++fed;
+    fed_tokens.insert(fed_tokens.end(), tokens.begin(), tokens.end());
+    lo_ = x;
+    hi_ = n_past_ = x + static_cast<int64_t>(tokens.size()) - 1;
+    return Status::Ok();
+  }
+  Status cut(int64_t n) override {
+    cuts.push_back(n);
+    n_past_ = std::min(n_past_, n);
+    hi_ = std::min(hi_, n);
+    return Status::Ok();
+  }
+  int64_t n_past() const { return n_past_; }
+  int fed = 0;  // forward passes
+  std::vector<int32_t> fed_tokens;
+  std::vector<int64_t> cuts;
 
  private:
-  void set(int64_t at) {
-    at_ = at;
+  const float* at(int64_t x) {
     std::fill(logits_.begin(), logits_.end(), 0.0f);
-    const auto i = static_cast<size_t>(at - base_);
+    const auto i = static_cast<size_t>(x - base_);
     if (i < script_.size()) logits_[static_cast<size_t>(script_[i])] = 10.0f;
+    return logits_.data();
   }
-  int64_t base_, at_ = -1;
+  int64_t base_, lo_, hi_, n_past_;
   std::vector<int32_t> script_;
-  int64_t n_ctx_;
+  int64_t n_ctx_, max_feed_;
   std::vector<float> logits_;
+};
+
+// Proposes the tokens it was given, in turn; records what it heard.
+class ListDrafter final : public Drafter {
+ public:
+  explicit ListDrafter(std::vector<std::vector<int32_t>> drafts) : drafts_(std::move(drafts)) {}
+  int propose(std::span<const int32_t>, int max, int32_t* out) override {
+    if (next_ >= drafts_.size()) return 0;
+    const auto& d = drafts_[next_++];
+    const int n = std::min(max, static_cast<int>(d.size()));
+    std::copy_n(d.begin(), n, out);
+    return n;
+  }
+  void feedback(int proposed, int accepted) override { heard.emplace_back(proposed, accepted); }
+  std::vector<std::pair<int, int>> heard;
+
+ private:
+  std::vector<std::vector<int32_t>> drafts_;
+  size_t next_ = 0;
 };
 
 std::string collect_run(Generator& g, ScriptedTarget& t, const GenerateOptions& o, Generated* out, int n_vocab,
@@ -397,6 +437,128 @@ TEST(Generator, StopRules) {
     ASSERT_EQ(out.tokens.size(), 2u);
     EXPECT_TRUE(tok.token_bytes(out.tokens[0]).starts_with(tok.token_bytes(a)));
   }
+}
+
+// Drafted tokens change the passes, never the output: a right draft is taken
+// whole with one pass, a wrong one is cut at its first difference (the
+// sequence keeps only settled tokens), and the output equals the run
+// without a drafter.
+TEST(Generator, DraftsChangeThePassesNotTheOutput) {
+  ModelEnv* e = model_env();
+  if (!e->tok) GTEST_SKIP() << "models/laya-default-q8_0.gguf did not load";
+  const tok::Tokenizer& tok = *e->tok;
+  const int nv = tok.n_vocab();
+  const ContinuationMasks masks = continuation_masks(tok, nv, e->model->hparams().eos_id);
+  const int32_t a = first_id(tok, "a"), b = first_id(tok, "b"), c = first_id(tok, "c");
+  const int32_t eog = masks.eog.ids().front();
+  const std::vector<int32_t> script = {a, b, c, a, b, c, a, b};
+  Generator g(&tok, nv, masks);
+  Generated plain, drafted;
+  GenerateOptions o;
+  o.max_tokens = 8;
+  ScriptedTarget t0(nv, 3, script, 1 << 20, 16);
+  const std::string text = collect_run(g, t0, o, &plain, nv, masks);
+  EXPECT_EQ(t0.fed, 7);
+  {  // right drafts: step 1's pass checks 6 drafted tokens, the 8th token's logits come with them
+    ScriptedTarget t(nv, 3, script, 1 << 20, 16);
+    ListDrafter d({{b, c, a, b, c, a}});
+    o.drafter = &d;
+    EXPECT_EQ(collect_run(g, t, o, &drafted, nv, masks), text);
+    EXPECT_EQ(drafted.tokens, plain.tokens);
+    EXPECT_EQ(t.fed, 1);
+    EXPECT_EQ(drafted.decode_ms.size(), 1u);
+    EXPECT_EQ(drafted.drafted, 6);
+    EXPECT_EQ(drafted.accepted, 6);
+    EXPECT_EQ(d.heard, (std::vector<std::pair<int, int>>{{6, 6}}));
+    EXPECT_EQ(t.fed_tokens, (std::vector<int32_t>{a, b, c, a, b, c, a}));
+    EXPECT_TRUE(t.cuts.empty());
+  }
+  {  // wrong at the third: two taken, the rest cut at the step's position, decoding goes on
+    ScriptedTarget t(nv, 3, script, 1 << 20, 16);
+    ListDrafter d({{b, c, c, c}});
+    o.drafter = &d;
+    EXPECT_EQ(collect_run(g, t, o, &drafted, nv, masks), text);
+    EXPECT_EQ(drafted.tokens, plain.tokens);
+    EXPECT_EQ(drafted.drafted, 4);
+    EXPECT_EQ(drafted.accepted, 2);
+    EXPECT_EQ(d.heard, (std::vector<std::pair<int, int>>{{4, 2}}));
+    ASSERT_EQ(t.cuts.size(), 1u);
+    EXPECT_EQ(t.cuts[0], 3 + 3);  // prompt + the 3 settled tokens a, b, c
+    EXPECT_EQ(t.fed, 1 + 4);      // the drafting pass, then steps 4..7 one by one
+  }
+  {  // the output ends inside a draft: only settled tokens stay in the sequence
+    const std::vector<int32_t> ending = {a, b, eog, c};
+    ScriptedTarget t(nv, 3, ending, 1 << 20, 16);
+    ListDrafter d({{b, eog, c}});
+    o.drafter = &d;
+    EXPECT_EQ(collect_run(g, t, o, &drafted, nv, masks), "ab");
+    EXPECT_EQ(drafted.stop, StopReason::kEnd);
+    EXPECT_EQ(t.n_past(), 3 + 3);  // a, b, and the end token that was chosen
+  }
+  {  // a sampled choice is never drafted for
+    ScriptedTarget t(nv, 3, script, 1 << 20, 16);
+    ListDrafter d({{b, c}});
+    o.drafter = &d;
+    Sampler smp(SamplerParams{.temperature = 0.5f, .seed = 1}, nv);
+    ASSERT_TRUE(g.run(t, std::vector<int32_t>{1, 2, 3}, smp, o, {}, &drafted).ok());
+    EXPECT_EQ(drafted.drafted, 0);
+    EXPECT_TRUE(d.heard.empty());
+  }
+  {  // a target that takes one token a pass: no drafts
+    ScriptedTarget t(nv, 3, script);
+    ListDrafter d({{b, c}});
+    o.drafter = &d;
+    EXPECT_EQ(collect_run(g, t, o, &drafted, nv, masks), text);
+    EXPECT_EQ(drafted.drafted, 0);
+  }
+}
+
+// The n-gram table: the latest occurrence wins, added incrementally.
+TEST(Draft, NgramTableProposesWhatFollowedTheLatestOccurrence) {
+  NgramTable t(2, 64);
+  const std::vector<int32_t> doc = {1, 2, 3, 4, 5, 1, 2, 7, 8};
+  t.add(doc);
+  int32_t out[NgramTable::kFollow];
+  const std::vector<int32_t> ctx = {9, 1, 2};
+  ASSERT_EQ(t.lookup(ctx, 4, out), 2);  // 1 2 -> 7 8 (the later one), all that follows it
+  EXPECT_EQ(out[0], 7);
+  EXPECT_EQ(out[1], 8);
+  EXPECT_EQ(t.lookup(std::vector<int32_t>{2, 3}, 2, out), 2);
+  EXPECT_EQ(out[0], 4);
+  EXPECT_EQ(t.lookup(std::vector<int32_t>{3}, 2, out), 0);  // shorter than the order
+  EXPECT_EQ(t.lookup(std::vector<int32_t>{8, 9}, 2, out), 0);
+  // Appended text: the n-grams reaching into it are recorded again.
+  std::vector<int32_t> longer = doc;
+  longer.insert(longer.end(), {1, 2, 6});
+  t.add(longer, t.refresh_from(doc.size()));
+  ASSERT_EQ(t.lookup(ctx, 4, out), 1);
+  EXPECT_EQ(out[0], 6);
+  ASSERT_EQ(t.lookup(std::vector<int32_t>{7, 8}, 4, out), 3);  // 7 8 -> 1 2 6 now that it goes on
+  EXPECT_EQ(out[2], 6);
+}
+
+TEST(Draft, DocumentDrafterLengthFollowsItsRecord) {
+  DocumentDrafter d(DraftOptions{true, 8});
+  std::vector<int32_t> doc;
+  for (int r = 0; r < 4; ++r)
+    for (int32_t id = 10; id < 40; ++id) doc.push_back(id);
+  d.observe_prompt(doc);
+  int32_t out[16];
+  const std::vector<int32_t> ctx = {10, 11, 12};
+  EXPECT_EQ(d.propose(ctx, 16, out), 4);  // starts at half the most
+  EXPECT_EQ(out[0], 13);
+  d.feedback(4, 4);
+  EXPECT_EQ(d.propose(ctx, 16, out), 8);  // taken whole: doubles, up to the most
+  d.feedback(8, 0);
+  EXPECT_EQ(d.propose(ctx, 16, out), 4);  // rejected at once: halves
+  d.feedback(4, 0);
+  d.feedback(2, 0);                        // a third miss in a row: a pause
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(d.propose(ctx, 16, out), 0);
+  EXPECT_EQ(d.propose(ctx, 16, out), 1);
+  EXPECT_EQ(d.propose(ctx, 0, out), 0);
+  DocumentDrafter off(DraftOptions{false, 8});
+  off.observe_prompt(doc);
+  EXPECT_EQ(off.propose(ctx, 16, out), 0);
 }
 
 TEST(StopStream, HoldsBackWhatCouldBecomeAStopString) {

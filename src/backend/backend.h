@@ -180,6 +180,12 @@ class Backend {
   // do not use host threads.
   virtual void wake() {}
 
+  // A pass of up to this many tokens computes every token's row with the
+  // same bits as a pass of that token alone (1: only one-token passes do).
+  // Then a pass that verifies drafted tokens decides exactly as decoding
+  // them one at a time would.
+  virtual int64_t exact_rows() const { return 1; }
+
   // ---- ops (pointers are backend memory unless said otherwise) ------------------------------
   // y (n_tok, rows) = x (n_tok, cols) · wᵀ, w: (rows, cols) of any supported type.
   virtual Status matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) = 0;

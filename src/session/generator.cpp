@@ -26,6 +26,7 @@ void Generated::clear() {
   tokens.clear();
   chosen.clear();
   decode_ms.clear();
+  drafted = accepted = 0;
   detokenize_ms = 0;
   stop = StopReason::kLength;
 }
@@ -77,6 +78,44 @@ bool Generator::emit_text(std::string_view b, std::string_view& heal_left, const
   return go_on;
 }
 
+// Drafts are proposed only where the choice is the arg-max (greedy sampling,
+// or healing): there the same logits give the same token however they were
+// computed in a pass. A sampled choice draws from the RNG at every step.
+Status Generator::feed_step(DecodeTarget& target, int64_t at, int32_t prev, bool may_draft, int64_t max_draft,
+                            const GenerateOptions& opt, Generated* out) {
+  int k = 0;
+  max_draft = std::min({max_draft, target.max_feed() - 1, target.n_ctx() - at});
+  if (may_draft && opt.drafter && max_draft > 0) {
+    draft_.resize(static_cast<size_t>(1 + max_draft));
+    k = opt.drafter->propose(context_, static_cast<int>(max_draft), draft_.data() + 1);
+  }
+  if (k <= 0) {
+    draft_.clear();
+    draft_next_ = 0;
+    return target.feed(at, prev);
+  }
+  draft_.resize(static_cast<size_t>(1 + k));
+  draft_[0] = prev;
+  draft_next_ = 1;
+  out->drafted += k;
+  return target.feed_many(at, draft_);
+}
+
+Status Generator::settle_draft(DecodeTarget& target, int64_t at, int32_t id, const GenerateOptions& opt,
+                               Generated* out) {
+  if (!draft_pending()) return Status::Ok();
+  const auto proposed = static_cast<int>(draft_.size() - 1);
+  if (id == draft_[draft_next_]) {
+    ++out->accepted;
+    if (++draft_next_ == draft_.size()) opt.drafter->feedback(proposed, proposed);
+    return Status::Ok();
+  }
+  // The drafted token sits where `id` belongs: it and those after it go.
+  opt.drafter->feedback(proposed, static_cast<int>(draft_next_ - 1));
+  draft_next_ = draft_.size();
+  return target.cut(at);
+}
+
 Status Generator::run(DecodeTarget& target, std::span<const int32_t> prompt, Sampler& smp, const GenerateOptions& opt,
                       StopStream::Sink on_text, Generated* out) {
   out->clear();
@@ -85,9 +124,14 @@ Status Generator::run(DecodeTarget& target, std::span<const int32_t> prompt, Sam
   const bool need_history = smp.params().repeat_penalty != 1.0f;
   history_.clear();
   if (need_history) history_.assign(prompt.begin(), prompt.end());
+  context_.assign(prompt.end() - static_cast<std::ptrdiff_t>(std::min<size_t>(prompt.size(), 8)), prompt.end());
+  draft_.clear();
+  draft_next_ = 0;
+  const bool greedy = smp.params().temperature <= 0.0f;
   std::string_view heal_left = opt.heal;
   const auto base = static_cast<int64_t>(prompt.size());
   int32_t prev = -1;
+  int64_t decided = 0;  // steps whose token is settled (their drafted token, if any, compared)
   for (int64_t i = 0; i < opt.max_tokens; ++i) {
     int32_t id;
     if (i < static_cast<int64_t>(opt.known.size())) {
@@ -110,7 +154,8 @@ Status Generator::run(DecodeTarget& target, std::span<const int32_t> prompt, Sam
           out->stop = StopReason::kDeadline;
           break;
         }
-        if (Status st = target.feed(base + i, prev); !st.ok())
+        if (Status st = feed_step(target, base + i, prev, greedy || !heal_left.empty(), opt.max_tokens - i - 1, opt, out);
+            !st.ok())
           return Status(st.code(), fmt::format("decode step {}: {}", i, st.message()));
         last_step_ms_ = ms_since(now);
         out->decode_ms.push_back(last_step_ms_);
@@ -122,9 +167,12 @@ Status Generator::run(DecodeTarget& target, std::span<const int32_t> prompt, Sam
         out->stop = StopReason::kNothingAllowed;
         break;
       }
+      LAYA_TRY(settle_draft(target, base + i, id, opt, out));
       out->chosen.push_back(id);
     }
+    decided = i + 1;
     prev = id;
+    context_.push_back(id);
     if (ends(id, opt.end_token)) {
       out->stop = StopReason::kEnd;
       break;
@@ -136,6 +184,13 @@ Status Generator::run(DecodeTarget& target, std::span<const int32_t> prompt, Sam
       if (cut_at_line) out->tokens.pop_back();  // its text is cut at the newline
       break;
     }
+  }
+  // Drafted tokens past the last settled step were never compared: the
+  // sequence keeps only the prompt and settled tokens.
+  // (Not a verdict on the draft: the output ended first.)
+  if (draft_pending()) {
+    draft_next_ = draft_.size();
+    LAYA_TRY(target.cut(base + decided));
   }
   // What was held back for a stop string that did not come is final now.
   if (out->stop != StopReason::kStopString && out->stop != StopReason::kReaderGone) stream_.finish();

@@ -58,6 +58,7 @@
 #include "core/status.h"
 #include "engine/engine.h"
 #include "model/model.h"
+#include "session/draft.h"
 #include "tokenizer/tokenizer.h"
 
 namespace laya {
@@ -71,6 +72,9 @@ struct ModelBundle {
   std::shared_ptr<const Model> model;
   std::shared_ptr<const tok::Tokenizer> tokenizer;
   std::shared_ptr<Engine> engine;  // keeps the model alive too
+  // What the sessions on this model draft from besides their own document
+  // (session/draft.h): the other open documents' n-grams, bounded.
+  std::shared_ptr<SharedDrafts> drafts = std::make_shared<SharedDrafts>();
   double load_ms = 0;              // load + prepare + probe
 };
 

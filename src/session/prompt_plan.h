@@ -53,6 +53,11 @@ struct SessionOptions {
   // prefix gets what is left after BOS, FIM markers, the suffix bound and
   // max_tokens.
   int64_t context_tokens = 0;
+  // Drafting (session/draft.h): tokens proposed from the text and checked
+  // several to a forward pass; a suggestion is the same with it or without,
+  // only the number of passes differs. At most draft_max_tokens at once.
+  bool draft = true;
+  int draft_max_tokens = 8;
 };
 
 // The model's prompt markers, for a session's options.

@@ -17,6 +17,7 @@ void Reuse::rebind(Engine& eng, const tok::Tokenizer& tok, std::unique_ptr<Seque
   saved_logits_.clear();
   first_logits_ = nullptr;
   chain_.clear();
+  rows_n_ = 0;
   adopt_cached_ = true;
 }
 
@@ -115,6 +116,7 @@ Status Reuse::prefill(std::span<const int32_t> prompt, const std::atomic<bool>& 
         std::min<int64_t>(eng_->reuse_cached_prefix(*seq_, prompt), static_cast<int64_t>(prompt.size())));
   }
   adopt_cached_ = false;
+  rows_n_ = 0;
   if (common == prompt.size()) --common;
   r->reused = static_cast<int64_t>(common);
   logits_at_ = -1;
@@ -144,6 +146,7 @@ Status Reuse::prefill(std::span<const int32_t> prompt, const std::atomic<bool>& 
 Status Reuse::truncate_to(int64_t n) {
   if (n < saved_at_) saved_at_ = -1;
   if (n < seq_->n_past()) logits_at_ = -1;
+  rows_n_ = std::clamp<int64_t>(n - rows_at_ + 1, 0, rows_n_);
   return eng_->truncate(*seq_, n);
 }
 
@@ -155,15 +158,31 @@ const float* Reuse::first_logits() {
 
 const float* Reuse::logits_at(int64_t at) {
   first_logits_ = nullptr;
-  return seq_->n_past() == at && logits_at_ == at ? seq_->logits() : nullptr;
+  if (seq_->n_past() == at && logits_at_ == at) return seq_->logits();
+  if (at >= rows_at_ && at < rows_at_ + rows_n_ && at <= seq_->n_past())
+    return rows_.data() + static_cast<size_t>(at - rows_at_) * static_cast<size_t>(eng_->n_vocab());
+  return nullptr;
 }
 
 // The sequence is cut back to at - 1 tokens first when it holds more (chain
 // tokens past a cut suggestion).
 Status Reuse::feed(int64_t at, int32_t token) {
   logits_at_ = -1;
+  rows_n_ = 0;
   if (seq_->n_past() >= at) LAYA_TRY(truncate_to(at - 1));
   LAYA_TRY(eng_->decode(*seq_, token));
+  logits_at_ = seq_->n_past();
+  return Status::Ok();
+}
+
+Status Reuse::feed_many(int64_t at, std::span<const int32_t> tokens) {
+  logits_at_ = -1;
+  rows_n_ = 0;
+  if (seq_->n_past() >= at) LAYA_TRY(truncate_to(at - 1));
+  rows_.resize(tokens.size() * static_cast<size_t>(eng_->n_vocab()));
+  LAYA_TRY(eng_->prefill(*seq_, tokens, at - 1, rows_.data()));
+  rows_at_ = at;
+  rows_n_ = static_cast<int64_t>(tokens.size());
   logits_at_ = seq_->n_past();
   return Status::Ok();
 }

@@ -92,6 +92,11 @@ class Reuse final : public DecodeTarget {
   const float* logits_at(int64_t at) override;
   Status feed(int64_t at, int32_t token) override;
   int64_t n_ctx() const override { return seq_->n_ctx(); }
+  // Drafted tokens: as many as the backend computes row by row exactly as
+  // one-token passes (so a suggestion is the same with drafting or without).
+  int64_t max_feed() const override { return eng_->backend().exact_rows(); }
+  Status feed_many(int64_t at, std::span<const int32_t> tokens) override;
+  Status cut(int64_t n) override { return truncate_to(n); }
 
   const Sequence& sequence() const { return *seq_; }
   // The logits at the end of the last prefilled prompt (n_vocab floats), or
@@ -115,6 +120,10 @@ class Reuse final : public DecodeTarget {
   std::vector<float> saved_logits_;
   int64_t saved_at_ = -1;
   const float* first_logits_ = nullptr;  // set when the next generation starts from saved_logits_
+  // The logits of a multi-token pass (feed_many): row r follows the first
+  // rows_at_ + r tokens; rows_n_ rows are valid (a cut drops those past it).
+  std::vector<float> rows_;
+  int64_t rows_at_ = 0, rows_n_ = 0;
   bool adopt_cached_ = false;  // rebound since the last prefill: adopt the pool's cached prefix
   Chain chain_;
 };

@@ -46,7 +46,8 @@ Session::Session(Engine& engine, const tok::Tokenizer& tokenizer, const SessionO
       plan_(tokenizer, options),
       reuse_(engine, tokenizer),
       generator_(&tokenizer, static_cast<int>(engine.n_vocab()),
-                 continuation_masks(tokenizer, static_cast<int>(engine.n_vocab()), engine.hparams().eos_id)) {
+                 continuation_masks(tokenizer, static_cast<int>(engine.n_vocab()), engine.hparams().eos_id)),
+      drafter_(DraftOptions{options.draft, options.draft_max_tokens}) {
   if (opts_.heal) (void)tok_->prefix_index();  // built now, not on the first keystroke (the slot built it already)
 }
 
@@ -56,6 +57,7 @@ Session::Session(std::shared_ptr<const ModelBundle> bundle, ModelSlot* slot, con
     : Session(*bundle->engine, *bundle->tokenizer, options) {
   slot_ = slot;
   bundle_ = std::move(bundle);
+  drafter_.reset(bundle_->drafts);
   slot_->attach(this);
 }
 
@@ -237,6 +239,7 @@ Status Session::run_generation(const SuggestOptions& opt, std::optional<Clock::t
   g.known = std::span<const int32_t>(chain.tokens).first(known);
   g.deadline = end;
   g.cancel = &cancel_;
+  g.drafter = opts_.draft ? &drafter_ : nullptr;
   const StopStream::Sink sink{[](void* f, std::string_view piece) {
                                 const auto& fn = *static_cast<const std::function<void(std::string_view)>*>(f);
                                 if (fn) fn(piece);
@@ -245,11 +248,14 @@ Status Session::run_generation(const SuggestOptions& opt, std::optional<Clock::t
                               const_cast<std::function<void(std::string_view)>*>(&on_piece)};
   Status st = generator_.run(reuse_, prompt_.ids, smp, g, sink, &gen_);
   chain.tokens.insert(chain.tokens.end(), gen_.chosen.begin(), gen_.chosen.end());
+  if (g.drafter) drafter_.observe_output(prompt_.ids, gen_.tokens);
   if (!reusable(opt.sampling)) reuse_.drop_chain();
   if (!st.ok()) return Status(st.code(), fmt::format("suggest: {}", st.message()));
   s.text.assign(gen_.text);
   s.tokens.assign(gen_.tokens.begin(), gen_.tokens.end());
   s.timings.decode_ms.assign(gen_.decode_ms.begin(), gen_.decode_ms.end());
+  s.timings.drafted_tokens = gen_.drafted;
+  s.timings.accepted_draft_tokens = gen_.accepted;
   s.timings.detokenize_ms = gen_.detokenize_ms;
   s.cut_by_deadline = gen_.stop == StopReason::kDeadline;
   s.cancelled = gen_.stop == StopReason::kCancelled;
@@ -305,6 +311,7 @@ Status Session::suggest_since(uint64_t epoch, const SuggestOptions& opt, Suggest
   if (!prompt_.ids.empty()) {
     const bool greedy = reusable(opt.sampling) && sampler_ && reusable(sampler_->params());
     const size_t known = reuse_.take_chain(prompt_, opt.max_tokens, greedy, generator_.masks());
+    if (opts_.draft) drafter_.observe_prompt(prompt_.ids);
     Status st;
     if (known > 0) {
       s.typed_through = static_cast<int>(known);

@@ -46,6 +46,7 @@
 #include "engine/engine.h"
 #include "sampling/sampler.h"
 #include "session/document.h"
+#include "session/draft.h"
 #include "session/generator.h"
 #include "session/model_slot.h"
 #include "session/prompt_plan.h"
@@ -97,7 +98,9 @@ struct SuggestTimings {
   double prefill_ms = 0;
   int64_t tokens_reused = 0;    // prompt tokens whose K/V were already cached
   int64_t tokens_computed = 0;  // prompt tokens fed to the model by this call
-  std::vector<double> decode_ms;  // each decode step
+  std::vector<double> decode_ms;  // each decode pass (one that checks drafted tokens counts once)
+  int64_t drafted_tokens = 0;     // tokens proposed by the drafter and fed to a pass
+  int64_t accepted_draft_tokens = 0;  // of those, the ones the suggestion took
   double detokenize_ms = 0;
   double total_ms = 0;  // suggest() entry to return
   // Moving to the slot's new model (rebind_locked; 0 when this call did not):
@@ -335,6 +338,7 @@ class Session final : private SlotClient {
   Prompt prompt_;
   Reuse reuse_;
   Generator generator_;
+  DocumentDrafter drafter_;
   std::unique_ptr<Sampler> sampler_;
   Generated gen_;
   Suggestion current_;

@@ -58,6 +58,7 @@ void Session::rebind_locked(std::shared_ptr<const ModelBundle> next) {
   tok_ = next->tokenizer.get();
   bundle_ = std::move(next);
   reuse_.rebind(*eng_, *tok_, std::move(back.seq));
+  drafter_.reset(bundle_->drafts);
   generator_ = Generator(tok_, static_cast<int>(eng_->n_vocab()),
                          continuation_masks(*tok_, static_cast<int>(eng_->n_vocab()), eng_->hparams().eos_id));
   if (opts_.heal) (void)tok_->prefix_index();

@@ -44,6 +44,7 @@ struct BenchArgs {
   int64_t n_batch = EngineOptions{}.n_batch;
   bool json = false, same_position = false;
   std::string steps_out;
+  std::vector<int> pass_tokens;  // --pass-tokens: the k-token pass cost curve instead of the decode test
   EngineFlags flags;
 };
 
@@ -61,6 +62,12 @@ void add_options(CLI::App& app, BenchArgs& a) {
                "decode every step at position --depth (the cache is cut back after each step): "
                "the step's jitter without the context growing");
   app.add_option("--steps-out", a.steps_out, "write every measured step's milliseconds to this file, one per line");
+  app.add_option("--pass-tokens", a.pass_tokens,
+                 "the cost of one forward pass of k tokens at position --depth, all k rows' logits returned (what "
+                 "verifying k-1 drafted tokens costs), for each k given (e.g. 1,2,4,8,16), --gen passes each, "
+                 "instead of the decode test")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 256));
   app.add_flag("--json", a.json, "print one JSON object");
   a.flags.add_to(app, true);
 }
@@ -70,7 +77,9 @@ void add_options(CLI::App& app, BenchArgs& a) {
 // refused before any work.
 Status check_context(const Model& model, const BenchArgs& a) {
   LAYA_TRY(check_positions(model, a.flags.model_path, a.n_prompt, fmt::format("-p {}", a.n_prompt)));
-  const int decode_positions = a.same_position ? a.depth + 1 : a.depth + a.warmup + a.n_gen;
+  int max_k = 1;
+  for (int k : a.pass_tokens) max_k = std::max(max_k, k);
+  const int decode_positions = a.same_position || !a.pass_tokens.empty() ? a.depth + max_k : a.depth + a.warmup + a.n_gen;
   return check_positions(model, a.flags.model_path, decode_positions,
                          a.same_position ? fmt::format("-d {} (--same-position)", a.depth)
                                          : fmt::format("-d {} + --warmup {} + -n {}", a.depth, a.warmup, a.n_gen));
@@ -110,6 +119,56 @@ Status measure(Engine& eng, const BenchArgs& a, Measured* m) {
     }
   }
   return Status::Ok();
+}
+
+// One forward pass of k tokens at position --depth with every row's logits
+// (the verification pass of k-1 drafted tokens), cut back after each: the
+// steps of each k interleaved, so a slow stretch of a shared VM hits them all.
+Status measure_pass_curve(Engine& eng, const BenchArgs& a, std::vector<std::vector<double>>* per_k) {
+  const int64_t nv = eng.n_vocab();
+  auto seq = eng.new_sequence();
+  Rng rng(1234);
+  int max_k = 1;
+  for (int k : a.pass_tokens) max_k = std::max(max_k, k);
+  std::vector<int32_t> ids(static_cast<size_t>(a.depth + max_k));
+  for (auto& t : ids) t = static_cast<int32_t>(rng.next() % static_cast<uint64_t>(nv));
+  std::vector<float> logits(static_cast<size_t>(max_k * nv));
+  if (a.depth > 0) LAYA_TRY(eng.prefill(*seq, std::span<const int32_t>(ids.data(), static_cast<size_t>(a.depth)), 0));
+  per_k->assign(a.pass_tokens.size(), {});
+  using clock = std::chrono::steady_clock;
+  for (int i = 0; i < a.warmup + a.n_gen; ++i) {
+    for (size_t j = 0; j < a.pass_tokens.size(); ++j) {
+      const auto k = static_cast<size_t>(a.pass_tokens[j]);
+      auto t0 = clock::now();
+      LAYA_TRY(eng.prefill(*seq, std::span<const int32_t>(ids.data() + a.depth, k), a.depth, logits.data()));
+      const double ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+      if (i >= a.warmup) (*per_k)[j].push_back(ms);
+      LAYA_TRY(eng.truncate(*seq, a.depth));
+    }
+  }
+  return Status::Ok();
+}
+
+void print_pass_curve(const BenchArgs& a, const Engine& eng, const std::vector<std::vector<double>>& per_k) {
+  double one = 0;  // the p50 of k = 1, when measured: what k passes of one token would cost
+  for (size_t j = 0; j < per_k.size(); ++j)
+    if (a.pass_tokens[j] == 1) one = player::interpolated_percentile(per_k[j], 0.5);
+  nlohmann::json rows = nlohmann::json::array();
+  if (!a.json)
+    std::printf("model %s, %d threads, depth %d, %d passes each\n%4s %10s %10s %12s %14s\n", a.flags.model_path.c_str(),
+                eng.options().n_threads, a.depth, a.n_gen, "k", "p50 ms", "p99 ms", "ms / token", "vs k x (k=1)");
+  for (size_t j = 0; j < per_k.size(); ++j) {
+    const int k = a.pass_tokens[j];
+    const double p50 = player::interpolated_percentile(per_k[j], 0.5), p99 = player::interpolated_percentile(per_k[j], 0.99);
+    const double vs = one > 0 ? p50 / (k * one) : 0;
+    rows.push_back({{"k", k}, {"p50_ms", p50}, {"p99_ms", p99}, {"ms_per_token", p50 / k}, {"vs_k_single", vs}});
+    if (!a.json) std::printf("%4d %10.3f %10.3f %12.3f %14.2f\n", k, p50, p99, p50 / k, vs);
+  }
+  if (a.json) {
+    nlohmann::json j = {{"model", a.flags.model_path}, {"threads", eng.options().n_threads}, {"depth", a.depth},
+                        {"passes", a.n_gen}, {"pass_tokens", rows}};
+    std::printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  }
 }
 
 void print_results(const BenchArgs& a, const Engine& eng, const Model& model, const Measured& m) {
@@ -163,7 +222,7 @@ int cmd_bench(int argc, char** argv) {
   if (Status st = check_context(*model, a); !st.ok()) return report_error("bench", st);
   EngineOptions eo;
   a.flags.apply(&eo);
-  eo.n_ctx = std::max({a.n_prompt, a.depth + a.n_gen + a.warmup + 1, 64});
+  eo.n_ctx = std::max({a.n_prompt, a.depth + a.n_gen + a.warmup + 1, a.depth + 256, 64});
   if (model->hparams().n_ctx_train > 0)
     eo.n_ctx = std::min<int64_t>(eo.n_ctx, std::max<int64_t>(model->hparams().n_ctx_train, a.n_prompt));
   eo.n_batch = a.n_batch;
@@ -171,6 +230,12 @@ int cmd_bench(int argc, char** argv) {
   if (!e.ok()) return report_error("bench", e.status());
   Engine& eng = **e;
   warn("bench", eng.memory_lock_note());
+  if (!a.pass_tokens.empty()) {
+    std::vector<std::vector<double>> per_k;
+    if (Status st = measure_pass_curve(eng, a, &per_k); !st.ok()) return report_error("bench", st);
+    print_pass_curve(a, eng, per_k);
+    return 0;
+  }
   Measured measured;
   if (Status st = measure(eng, a, &measured); !st.ok()) return report_error("bench", st);
   if (!a.steps_out.empty()) {

@@ -257,8 +257,13 @@ void CpuBackend::matmul_rows(const Tensor& w, const PackedEntry* pe, const float
   if (pe) {
     const cpu::PackedMatrix* pm = &pe->m;
     // Row ranges are multiples of kTileRows == kPackRows (see matmul_group).
-    if (n_tok == 1) {
-      pe->matvec(*pm, b / cpu::kPackRows, (e + cpu::kPackRows - 1) / cpu::kPackRows, qx_[0], y);
+    if (n_tok <= kExactRowsMax) {
+      // One matvec per token: the bits of decoding each alone. (Q8_0 and
+      // Q4_K took the packed GEMM above: the same integer sums and float
+      // steps in the same order as their matvecs, so exact too.)
+      for (int64_t t = 0; t < n_tok; ++t)
+        pe->matvec(*pm, b / cpu::kPackRows, (e + cpu::kPackRows - 1) / cpu::kPackRows, qx_[static_cast<size_t>(t)],
+                   y + t * rows);
       return;
     }
     float* tile = scratch_[static_cast<size_t>(ti)].tile.data();
@@ -287,6 +292,20 @@ void CpuBackend::matmul_rows(const Tensor& w, const PackedEntry* pe, const float
     // Decode: one fused dequantize+dot per row.
     const cpu::DotRowFn dot = kt.dot_row[type];
     for (int64_t r = b; r < e; ++r) y[r] = dot(w.data + static_cast<size_t>(r) * stride, x, cols);
+    return;
+  }
+  if (n_tok <= kExactRowsMax) {
+    // A few tokens (a drafted continuation being verified, a keystroke's
+    // prefill): each token's dot in decode's own order, so every row's
+    // logits are the bits decoding it alone gives; the weights read once.
+    if (const cpu::DotRowsFn dots = kt.dot_rows[type]) {
+      for (int64_t r = b; r < e; ++r) dots(w.data + static_cast<size_t>(r) * stride, x, cols, n_tok, cols, y + r, rows);
+    } else {
+      const cpu::DotRowFn dot = kt.dot_row[type];
+      for (int64_t r = b; r < e; ++r)
+        for (int64_t t = 0; t < n_tok; ++t)
+          y[t * rows + r] = dot(w.data + static_cast<size_t>(r) * stride, x + t * cols, cols);
+    }
     return;
   }
   // Prefill: dequantize a tile of rows once, reuse it for every token.
@@ -326,7 +345,7 @@ void CpuBackend::gemm_rows(const float* const* rowp, int64_t nr, const float* x,
 template <typename F>
 void CpuBackend::run_rows(int64_t n, int64_t n_tok, F&& rows) {
   static_assert(kDecodeChunkRows % cpu::kPackRows == 0, "chunks are whole packed groups");
-  if (n_tok == 1 && pool_.active() > 1) {
+  if (n_tok <= kExactRowsMax && pool_.active() > 1) {
     reset_row_counters(n);
     pool_.run_each([&](int ti, int nt) { claim_rows(ti, nt, [&](int64_t b, int64_t e) { rows(b, e, ti); }); });
     return;

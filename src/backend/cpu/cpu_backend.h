@@ -38,6 +38,7 @@ class CpuBackend final : public Backend {
   const std::string& memory_lock_note() const override { return lock_note_; }
   void set_background(bool on) override { pool_.set_solo(on); }
   void wake() override { pool_.wake(); }
+  int64_t exact_rows() const override { return kExactRowsMax; }
 
   Status matmul(const Tensor& w, const float* x, int64_t n_tok, float* y) override;
   Status matmul_group(const MatmulOut* outs, int n_outs, const float* x, int64_t n_tok) override;
@@ -54,6 +55,9 @@ class CpuBackend final : public Backend {
 
   // Rows dequantized at a time per thread in a multi-token matmul.
   static constexpr int64_t kTileRows = 16;
+  // Passes of up to this many tokens multiply with the one-token kernels'
+  // arithmetic (Backend::exact_rows()); longer ones with the tiled GEMM.
+  static constexpr int64_t kExactRowsMax = 16;
 
  protected:
   void release(void* data, size_t bytes) override;

@@ -29,6 +29,12 @@ bool isa_supported(Isa isa);  // CPU + build support
 
 using DequantizeRowFn = void (*)(const void* src, float* dst, int64_t n);
 using DotRowFn = float (*)(const void* w, const float* x, int64_t n);
+// One weight row against m token rows of activations (x: m rows ldx apart;
+// y[t * ldy] for token t): each result the same bits as dot_row(w, x + t *
+// ldx, n) (the same operations in the same order), the row's weights read
+// and unpacked once for all m. What makes a pass of a few drafted tokens cost
+// about one decode step, and decide exactly as decoding them one by one would.
+using DotRowsFn = void (*)(const void* w, const float* x, int64_t ldx, int64_t m, int64_t n, float* y, int64_t ldy);
 
 struct KernelTable {
   Isa isa;
@@ -36,6 +42,8 @@ struct KernelTable {
   // n is the row length in elements and is a multiple of the block size.
   DequantizeRowFn dequantize_row[32];
   DotRowFn dot_row[32];
+  // nullptr: the caller loops over dot_row (same bits, weights read m times).
+  DotRowsFn dot_rows[32];
   // Plain float helpers used by attention / prefill.
   float (*dot_f32)(const float* a, const float* b, int64_t n);
   void (*axpy_f32)(float a, const float* x, float* y, int64_t n);  // y += a*x

@@ -70,6 +70,11 @@ struct LatencyStats {
   std::vector<double> tokenize_ms, prefill_ms, decode_ms;  // the stages (Session timings; decode: all steps)
   int64_t free_keystrokes = 0, window_moves = 0, fim_events = 0, healed_events = 0;
   int64_t decode_steps = 0;  // of all completed suggestions
+  // Forward passes over the weights per suggestion, for those that needed at
+  // least one (a free keystroke needs none): the prefill of the edit's new
+  // tokens counts 1, each decode pass 1 (one that checks drafted tokens too).
+  std::vector<int64_t> passes;
+  int64_t drafted_tokens = 0, accepted_draft_tokens = 0;  // Suggestion timings, summed
 
   // Events handed to the session (a replayed trace's events; the typist's
   // keystrokes, the first suggestion before any counted as one).
@@ -90,7 +95,8 @@ struct LatencyStats {
   void record(double suggest, double first, const Suggestion& sg);
   void add(const LatencyStats& o);
   // suggest_ms, first_token_ms, tokens_computed_per_event, free_keystrokes,
-  // window_moves, fim_events, healed_events.
+  // window_moves, fim_events, healed_events, passes_per_suggestion,
+  // drafted_tokens, accepted_draft_tokens.
   void add_json(nlohmann::json* j) const;
   // The text output's latency lines: suggest_ms, first_token_ms, tokens computed.
   std::string lines() const;

@@ -114,6 +114,61 @@ float dot_row_half(const void* w, const float* x, int64_t n) {
   return s;
 }
 
+// dot_row_f32 / dot_row_half for NT tokens at once: each token's four chains
+// and tail exactly as the one-token functions, each weight vector loaded once.
+template <class Load, int NT>
+void dot_rows_chains(Load load, float (*scalar)(const void*, int64_t), const void* w, const float* x, int64_t ldx,
+                     int64_t n, float* y, int64_t ldy) {
+  __m256 acc[NT][4];
+  for (int t = 0; t < NT; ++t)
+    for (int c = 0; c < 4; ++c) acc[t][c] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256 w0 = load(w, i), w1 = load(w, i + 8), w2 = load(w, i + 16), w3 = load(w, i + 24);
+    for (int t = 0; t < NT; ++t) {
+      const float* xt = x + t * ldx + i;
+      acc[t][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xt), acc[t][0]);
+      acc[t][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xt + 8), acc[t][1]);
+      acc[t][2] = _mm256_fmadd_ps(w2, _mm256_loadu_ps(xt + 16), acc[t][2]);
+      acc[t][3] = _mm256_fmadd_ps(w3, _mm256_loadu_ps(xt + 24), acc[t][3]);
+    }
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 w0 = load(w, i);
+    for (int t = 0; t < NT; ++t) acc[t][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + t * ldx + i), acc[t][0]);
+  }
+  for (int t = 0; t < NT; ++t) {
+    float s = hsum(_mm256_add_ps(_mm256_add_ps(acc[t][0], acc[t][1]), _mm256_add_ps(acc[t][2], acc[t][3])));
+    for (int64_t j = i; j < n; ++j) s += scalar(w, j) * x[t * ldx + j];
+    y[t * ldy] = s;
+  }
+}
+
+// dot_f32 multiplies a*b with a the weights: the same operand order here.
+inline __m256 load_w_f32(const void* w, int64_t i) { return _mm256_loadu_ps(static_cast<const float*>(w) + i); }
+inline float scalar_w_f32(const void* w, int64_t i) { return static_cast<const float*>(w)[i]; }
+template <__m256 (*kLoad)(const uint16_t*)>
+inline __m256 load_w_half(const void* w, int64_t i) { return kLoad(static_cast<const uint16_t*>(w) + i); }
+template <float (*kScalar)(uint16_t)>
+inline float scalar_w_half(const void* w, int64_t i) { return kScalar(static_cast<const uint16_t*>(w)[i]); }
+
+template <class Load>
+void dot_rows_by_chains(Load load, float (*scalar)(const void*, int64_t), const void* w, const float* x, int64_t ldx,
+                        int64_t m, int64_t n, float* y, int64_t ldy) {
+  int64_t t = 0;
+  for (; t + 2 <= m; t += 2) dot_rows_chains<Load, 2>(load, scalar, w, x + t * ldx, ldx, n, y + t * ldy, ldy);
+  if (t < m) dot_rows_chains<Load, 1>(load, scalar, w, x + t * ldx, ldx, n, y + t * ldy, ldy);
+}
+
+void dot_rows_f32(const void* w, const float* x, int64_t ldx, int64_t m, int64_t n, float* y, int64_t ldy) {
+  dot_rows_by_chains(load_w_f32, scalar_w_f32, w, x, ldx, m, n, y, ldy);
+}
+
+template <__m256 (*kLoad)(const uint16_t*), float (*kScalar)(uint16_t)>
+void dot_rows_half(const void* w, const float* x, int64_t ldx, int64_t m, int64_t n, float* y, int64_t ldy) {
+  dot_rows_by_chains(load_w_half<kLoad>, scalar_w_half<kScalar>, w, x, ldx, m, n, y, ldy);
+}
+
 template <__m256 (*kLoad)(const uint16_t*), float (*kScalar)(uint16_t)>
 void deq_half(const void* src, float* dst, int64_t n) {
   const uint16_t* p = static_cast<const uint16_t*>(src);
@@ -207,24 +262,42 @@ struct Q5_1U {
   static float min(const Block& b) { return h2f(b.m); }
 };
 
+// A block's 32 weights as floats (the quants; the scale and min apart).
 template <class U>
-inline __m256 block_partial(const typename U::Block& b, const float* x, __m256* acc) {
-  __m256i q[4];
-  U::unpack(b, q);
+struct BlockFloats {
+  __m256 q[4];
+  __m256 d, mn;
+  explicit BlockFloats(const typename U::Block& b) {
+    __m256i qi[4];
+    U::unpack(b, qi);
+    for (int k = 0; k < 4; ++k) q[k] = cvt(qi[k]);
+    d = _mm256_set1_ps(h2f(b.d));
+    mn = U::kHasMin ? _mm256_set1_ps(U::min(b)) : _mm256_setzero_ps();
+  }
+};
+
+// One block of one token: sum q*x into *acc (times d); returns the min term.
+template <class U>
+inline __m256 block_partial(const BlockFloats<U>& w, const float* x, __m256* acc) {
   const __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
   const __m256 x2 = _mm256_loadu_ps(x + 16), x3 = _mm256_loadu_ps(x + 24);
-  __m256 s0 = _mm256_mul_ps(cvt(q[0]), x0);
-  __m256 s1 = _mm256_mul_ps(cvt(q[1]), x1);
-  s0 = _mm256_fmadd_ps(cvt(q[2]), x2, s0);
-  s1 = _mm256_fmadd_ps(cvt(q[3]), x3, s1);
+  __m256 s0 = _mm256_mul_ps(w.q[0], x0);
+  __m256 s1 = _mm256_mul_ps(w.q[1], x1);
+  s0 = _mm256_fmadd_ps(w.q[2], x2, s0);
+  s1 = _mm256_fmadd_ps(w.q[3], x3, s1);
   const __m256 s = _mm256_add_ps(s0, s1);
-  *acc = _mm256_fmadd_ps(s, _mm256_set1_ps(h2f(b.d)), *acc);
+  *acc = _mm256_fmadd_ps(s, w.d, *acc);
   if constexpr (U::kHasMin) {
     const __m256 sx = _mm256_add_ps(_mm256_add_ps(x0, x1), _mm256_add_ps(x2, x3));
-    return _mm256_mul_ps(sx, _mm256_set1_ps(U::min(b)));
+    return _mm256_mul_ps(sx, w.mn);
   } else {
     return _mm256_setzero_ps();
   }
+}
+
+template <class U>
+inline __m256 block_partial(const typename U::Block& b, const float* x, __m256* acc) {
+  return block_partial<U>(BlockFloats<U>(b), x, acc);
 }
 
 template <class U>
@@ -249,6 +322,41 @@ float dot_row_b32(const void* w, const float* x, int64_t n) {
   __m256 acc = _mm256_add_ps(acc0, acc1);
   if constexpr (U::kHasMin) acc = _mm256_add_ps(acc, _mm256_add_ps(mins0, mins1));
   return hsum(acc);
+}
+
+// dot_row_b32 for NT tokens: even blocks into each token's acc0, odd ones
+// into acc1, as there; each block unpacked once for all NT.
+template <class U, int NT>
+void dot_rows_b32_nt(const typename U::Block* b, int64_t nb, const float* x, int64_t ldx, float* y, int64_t ldy) {
+  __m256 acc[2][NT], mins[2][NT];
+  for (int t = 0; t < NT; ++t) acc[0][t] = acc[1][t] = mins[0][t] = mins[1][t] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < nb; ++i) {
+    const BlockFloats<U> w(b[i]);
+    const int c = static_cast<int>(i & 1);
+    for (int t = 0; t < NT; ++t) {
+      const __m256 mt = block_partial<U>(w, x + t * ldx + i * 32, &acc[c][t]);
+      if constexpr (U::kHasMin) mins[c][t] = _mm256_add_ps(mins[c][t], mt);
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    __m256 a = _mm256_add_ps(acc[0][t], acc[1][t]);
+    if constexpr (U::kHasMin) a = _mm256_add_ps(a, _mm256_add_ps(mins[0][t], mins[1][t]));
+    y[t * ldy] = hsum(a);
+  }
+}
+
+template <class U>
+void dot_rows_b32(const void* w, const float* x, int64_t ldx, int64_t m, int64_t n, float* y, int64_t ldy) {
+  const typename U::Block* b = static_cast<const typename U::Block*>(w);
+  const int64_t nb = n / 32;
+  int64_t t = 0;
+  for (; t + 4 <= m; t += 4) dot_rows_b32_nt<U, 4>(b, nb, x + t * ldx, ldx, y + t * ldy, ldy);
+  switch (m - t) {
+    case 3: dot_rows_b32_nt<U, 3>(b, nb, x + t * ldx, ldx, y + t * ldy, ldy); break;
+    case 2: dot_rows_b32_nt<U, 2>(b, nb, x + t * ldx, ldx, y + t * ldy, ldy); break;
+    case 1: dot_rows_b32_nt<U, 1>(b, nb, x + t * ldx, ldx, y + t * ldy, ldy); break;
+    default: break;
+  }
 }
 
 template <class U>
@@ -433,23 +541,26 @@ void deq_q6_k(const void* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n / kQK_K; ++i) q6k_block<true>(b[i], nullptr, dst + i * kQK_K, unused);
 }
 
-inline void set(KernelTable& t, DType type, DequantizeRowFn deq, DotRowFn dot) {
+inline void set(KernelTable& t, DType type, DequantizeRowFn deq, DotRowFn dot, DotRowsFn dots = nullptr) {
   t.dequantize_row[static_cast<uint32_t>(type)] = deq;
   t.dot_row[static_cast<uint32_t>(type)] = dot;
+  t.dot_rows[static_cast<uint32_t>(type)] = dots;
 }
 
 }  // namespace
 
 void fill_avx2_table(KernelTable& t) {
   t.isa = Isa::kAvx2;
-  set(t, DType::F32, &deq_f32, &dot_row_f32);
-  set(t, DType::F16, &deq_half<load_f16, f16_scalar>, &dot_row_half<load_f16, f16_scalar>);
-  set(t, DType::BF16, &deq_half<load_bf16, bf16_scalar>, &dot_row_half<load_bf16, bf16_scalar>);
-  set(t, DType::Q8_0, &deq_b32<Q8_0U>, &dot_row_b32<Q8_0U>);
-  set(t, DType::Q4_0, &deq_b32<Q4_0U>, &dot_row_b32<Q4_0U>);
-  set(t, DType::Q4_1, &deq_b32<Q4_1U>, &dot_row_b32<Q4_1U>);
-  set(t, DType::Q5_0, &deq_b32<Q5_0U>, &dot_row_b32<Q5_0U>);
-  set(t, DType::Q5_1, &deq_b32<Q5_1U>, &dot_row_b32<Q5_1U>);
+  set(t, DType::F32, &deq_f32, &dot_row_f32, &dot_rows_f32);
+  set(t, DType::F16, &deq_half<load_f16, f16_scalar>, &dot_row_half<load_f16, f16_scalar>,
+      &dot_rows_half<load_f16, f16_scalar>);
+  set(t, DType::BF16, &deq_half<load_bf16, bf16_scalar>, &dot_row_half<load_bf16, bf16_scalar>,
+      &dot_rows_half<load_bf16, bf16_scalar>);
+  set(t, DType::Q8_0, &deq_b32<Q8_0U>, &dot_row_b32<Q8_0U>, &dot_rows_b32<Q8_0U>);
+  set(t, DType::Q4_0, &deq_b32<Q4_0U>, &dot_row_b32<Q4_0U>, &dot_rows_b32<Q4_0U>);
+  set(t, DType::Q4_1, &deq_b32<Q4_1U>, &dot_row_b32<Q4_1U>, &dot_rows_b32<Q4_1U>);
+  set(t, DType::Q5_0, &deq_b32<Q5_0U>, &dot_row_b32<Q5_0U>, &dot_rows_b32<Q5_0U>);
+  set(t, DType::Q5_1, &deq_b32<Q5_1U>, &dot_row_b32<Q5_1U>, &dot_rows_b32<Q5_1U>);
   set(t, DType::Q4_K, &deq_q4_k, &dot_row_q4_k);
   set(t, DType::Q5_K, &deq_q5_k, &dot_row_q5_k);
   set(t, DType::Q6_K, &deq_q6_k, &dot_row_q6_k);

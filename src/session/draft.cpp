@@ -1,0 +1,128 @@
+#include "session/draft.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace laya {
+
+NgramTable::NgramTable(int order, size_t slots) : order_(std::max(order, 1)), slots_(std::bit_ceil(std::max<size_t>(slots, 2))) {}
+
+void NgramTable::clear() { std::fill(slots_.begin(), slots_.end(), Slot{}); }
+
+// splitmix64's finaliser over the ids; never 0 (0 marks an empty slot).
+uint64_t NgramTable::key_of(const int32_t* gram) const {
+  uint64_t h = 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(order_);
+  for (int i = 0; i < order_; ++i) {
+    h ^= static_cast<uint32_t>(gram[i]);
+    h += 0x9E3779B97F4A7C15ull;
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+    h ^= h >> 31;
+  }
+  return h | 1;
+}
+
+void NgramTable::add(std::span<const int32_t> tokens, size_t from) {
+  const size_t n = tokens.size(), ord = static_cast<size_t>(order_);
+  const size_t mask = slots_.size() - 1;
+  for (size_t j = from; j + ord < n; ++j) {
+    const uint64_t key = key_of(tokens.data() + j);
+    Slot& s = slots_[static_cast<size_t>(key) & mask];
+    s.key = key;
+    s.n = static_cast<int32_t>(std::min<size_t>(kFollow, n - j - ord));
+    std::copy_n(tokens.data() + j + ord, s.n, s.next);
+  }
+}
+
+int NgramTable::lookup(std::span<const int32_t> context, int max, int32_t* out) const {
+  if (context.size() < static_cast<size_t>(order_) || max <= 0) return 0;
+  const uint64_t key = key_of(context.data() + context.size() - static_cast<size_t>(order_));
+  const Slot& s = slots_[static_cast<size_t>(key) & (slots_.size() - 1)];
+  if (s.key != key) return 0;
+  const int n = std::min(max, static_cast<int>(s.n));
+  std::copy_n(s.next, n, out);
+  return n;
+}
+
+SharedDrafts::SharedDrafts() : table_(3, size_t{1} << 16) {}
+
+void SharedDrafts::add(std::span<const int32_t> tokens, size_t from) {
+  std::lock_guard<std::mutex> lock(mu_);
+  table_.add(tokens, from);
+}
+
+int SharedDrafts::lookup(std::span<const int32_t> context, int max, int32_t* out) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return table_.lookup(context, max, out);
+}
+
+// 16K slots each (~0.9 MB a session): a window of a few thousand tokens
+// fits with few collisions.
+DocumentDrafter::DocumentDrafter(DraftOptions opt)
+    : opt_(opt), doc3_(3, size_t{1} << 14), doc2_(2, size_t{1} << 14), len_(std::max(1, opt.max_tokens / 2)) {}
+
+void DocumentDrafter::reset(std::shared_ptr<SharedDrafts> shared) {
+  doc3_.clear();
+  doc2_.clear();
+  last_prompt_.clear();
+  shared_ = std::move(shared);
+  len_ = std::max(1, opt_.max_tokens / 2);
+  skip_ = misses_ = 0;
+}
+
+void DocumentDrafter::observe_prompt(std::span<const int32_t> prompt) {
+  if (!opt_.enabled) return;
+  const size_t n = std::min(prompt.size(), last_prompt_.size());
+  const auto computed = static_cast<size_t>(
+      std::mismatch(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(n), last_prompt_.begin()).first -
+      prompt.begin());
+  if (computed == prompt.size() && computed == last_prompt_.size()) return;
+  last_prompt_.assign(prompt.begin(), prompt.end());
+  doc3_.add(prompt, doc3_.refresh_from(computed));
+  doc2_.add(prompt, doc2_.refresh_from(computed));
+  if (shared_) shared_->add(prompt, doc3_.refresh_from(computed));
+}
+
+void DocumentDrafter::observe_output(std::span<const int32_t> prompt, std::span<const int32_t> tokens) {
+  if (!opt_.enabled || tokens.empty()) return;
+  const size_t tail = std::min<size_t>(prompt.size(), 3);
+  joined_.assign(prompt.end() - static_cast<std::ptrdiff_t>(tail), prompt.end());
+  joined_.insert(joined_.end(), tokens.begin(), tokens.end());
+  doc3_.add(joined_);
+  doc2_.add(joined_);
+  if (shared_) shared_->add(joined_, 0);
+}
+
+// The document's own 3-gram first (the most specific), then the other open
+// documents', then the document's 2-gram.
+int DocumentDrafter::propose(std::span<const int32_t> context, int max, int32_t* out) {
+  if (!opt_.enabled || max <= 0) return 0;
+  if (skip_ > 0) {
+    --skip_;
+    return 0;
+  }
+  const int want = std::min({max, len_, opt_.max_tokens});
+  int n = doc3_.lookup(context, want, out);
+  if (n == 0 && shared_) n = shared_->lookup(context, want, out);
+  if (n == 0) n = doc2_.lookup(context, want, out);
+  return n;
+}
+
+void DocumentDrafter::feedback(int proposed, int accepted) {
+  if (proposed <= 0) return;
+  if (accepted == proposed) {
+    len_ = std::min(len_ * 2, std::max(opt_.max_tokens, 1));
+    misses_ = 0;
+  } else if (accepted == 0) {
+    len_ = std::max(1, len_ / 2);
+    if (++misses_ >= 3) {  // keeps failing here: stop proposing for a few steps
+      skip_ = 4;
+      misses_ = 0;
+    }
+  } else {
+    len_ = std::max(1, std::min(len_, accepted + 1));
+    misses_ = 0;
+  }
+}
+
+}  // namespace laya

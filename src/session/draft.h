@@ -1,0 +1,113 @@
+// Drafts: tokens proposed to follow what the generator has so far, taken from
+// text already there, so that one forward pass can check several of them
+// (generator.h) instead of computing them one pass each. A person's next
+// words are mostly on the screen already: code repeats identifiers, calls and
+// whole lines; prose repeats names and phrases; a suggestion cut by a
+// keystroke is usually right again a few keys later.
+//
+// An NgramTable remembers, for each run of kOrder tokens it was shown, the
+// tokens that came after its latest occurrence. Bounded by construction (a
+// fixed number of slots, a newer n-gram overwrites an older one in its
+// slot), so it is fed incrementally — a keystroke's newly computed prompt
+// tokens, each suggestion's tokens — and never rebuilt. A stale entry (text
+// since edited away) costs only a rejected draft: verification keeps the
+// output exact whatever a draft says.
+//
+// DocumentDrafter, a session's, looks in its own document first (the prompt
+// holds the text before and after the cursor) and then in a table shared by
+// the sessions of one model (other open documents). Its draft length adapts
+// to how its recent drafts fared: it doubles after a draft that was taken
+// whole, halves after one rejected at once, and stops proposing for a while
+// after repeated failures.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "session/generator.h"
+
+namespace laya {
+
+class NgramTable {
+ public:
+  static constexpr int kFollow = 12;  // tokens kept after each n-gram
+
+  // order: tokens that key an entry (>= 1); slots: rounded up to a power of two.
+  NgramTable(int order, size_t slots);
+
+  // Records every n-gram of `tokens` that some token follows, those starting
+  // at or after `from` (the ones before were recorded by an earlier call).
+  void add(std::span<const int32_t> tokens, size_t from = 0);
+  // The first start worth recording again after tokens from `first_new` on
+  // changed: the n-grams whose following tokens reach into them.
+  size_t refresh_from(size_t first_new) const {
+    const size_t back = static_cast<size_t>(order_ + kFollow);
+    return first_new > back ? first_new - back : 0;
+  }
+  // Up to `max` tokens that followed the last kOrder tokens of `context`;
+  // returns how many were written to `out`.
+  int lookup(std::span<const int32_t> context, int max, int32_t* out) const;
+  int order() const { return order_; }
+  size_t bytes() const { return slots_.size() * sizeof(Slot); }
+  void clear();
+
+ private:
+  struct Slot {
+    uint64_t key = 0;  // 0: empty
+    int32_t next[kFollow];
+    int32_t n = 0;
+  };
+  uint64_t key_of(const int32_t* gram) const;
+
+  int order_;
+  std::vector<Slot> slots_;
+};
+
+// The ngram tables of one model's open documents together (bounded: 64K
+// slots, ~3.4 MB), for the DocumentDrafters of every session on that model.
+class SharedDrafts {
+ public:
+  SharedDrafts();
+  void add(std::span<const int32_t> tokens, size_t from);
+  int lookup(std::span<const int32_t> context, int max, int32_t* out) const;
+
+ private:
+  mutable std::mutex mu_;
+  NgramTable table_;
+};
+
+struct DraftOptions {
+  bool enabled = true;
+  int max_tokens = 8;  // the most proposed at once (the pass verifies one more row)
+};
+
+class DocumentDrafter final : public Drafter {
+ public:
+  explicit DocumentDrafter(DraftOptions opt = {});
+  // Another model (a hot swap): token ids mean other things now.
+  void reset(std::shared_ptr<SharedDrafts> shared);
+
+  // A keystroke's prompt: the n-grams that reach into what changed since the
+  // last one are recorded.
+  void observe_prompt(std::span<const int32_t> prompt);
+  // A suggestion's tokens after its prompt (the prompt's tail gives their context).
+  void observe_output(std::span<const int32_t> prompt, std::span<const int32_t> tokens);
+
+  int propose(std::span<const int32_t> context, int max, int32_t* out) override;
+  void feedback(int proposed, int accepted) override;
+
+ private:
+  DraftOptions opt_;
+  NgramTable doc3_, doc2_;  // keyed by the last 3 / 2 tokens
+  std::shared_ptr<SharedDrafts> shared_;
+  int len_;        // the current draft length
+  int skip_ = 0;   // proposals to skip after repeated failures
+  int misses_ = 0; // drafts rejected at their first token, in a row
+  std::vector<int32_t> last_prompt_;  // the prompt observed last
+  std::vector<int32_t> joined_;       // a prompt's tail and the output, for observe_output
+};
+
+}  // namespace laya
