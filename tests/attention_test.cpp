@@ -1,6 +1,7 @@
 // The decode-attention kernels: the scalar one against a plain softmax
 // attention written here on row-major K (so the blocked K layout is checked
-// too), the SIMD ones against the scalar ones, on random data.
+// too), the SIMD ones of every ISA this CPU has (not only the active one)
+// against the scalar ones, on random data.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,6 +36,15 @@ std::vector<float> plain_attention(const std::vector<float>& q, int group, int64
     }
   }
   return out;
+}
+
+// The SIMD ISAs this CPU and build support: each one's kernels are checked,
+// whichever LAYA_ISA picks.
+std::vector<Isa> simd_isas() {
+  std::vector<Isa> isas;
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kNeon})
+    if (isa_supported(isa)) isas.push_back(isa);
+  return isas;
 }
 
 struct Case {
@@ -97,32 +107,37 @@ TEST(KernelAttention, ScalarMatchesPlainAttention) {
 TEST(KernelAttention, SimdMatchesScalar) {
   std::mt19937 rng(11);
   int checked = 0;
-  for (int group : {1, 2, 3, 4, 7, 8}) {
-    for (int64_t hd : {16, 32, 64, 128, 256}) {
-      AttendGroupFn f = attend_group_for(DType::F32, group, hd);
-      AttendGroupFn f16 = attend_group_for(DType::F16, group, hd);
-      if (f == attend_group_scalar) continue;
-      for (int64_t n_kv : {1, 15, 16, 17, 300}) {
-        Case c = make_case(rng, group, hd, n_kv);
-        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-        std::vector<float> s1(static_cast<size_t>(group * scores_stride(n_kv))), s2(s1.size());
-        std::vector<float> o1(c.q.size()), o2(c.q.size()), o3(c.q.size());
-        const KvHeadBlocks kv32 = KvHeadBlocks::contiguous(c.k_blocked.data(), c.v_rows.data());
-        const KvHeadBlocks kv16 = KvHeadBlocks::contiguous(c.k16_blocked.data(), c.v16.data());
-        attend_group_scalar(c.q.data(), group, hd, kv32, n_kv, scale, s1.data(), o1.data());
-        f(c.q.data(), group, hd, kv32, n_kv, scale, s2.data(), o2.data());
-        f16(c.q.data(), group, hd, kv16, n_kv, scale, s2.data(), o3.data());
-        for (size_t i = 0; i < o1.size(); ++i) {
-          ASSERT_NEAR(o2[i], o1[i], 2e-5f * (1.f + std::fabs(o1[i]))) << "group " << group << " hd " << hd << " n_kv " << n_kv;
-          ASSERT_NEAR(o3[i], o1[i], 2e-5f * (1.f + std::fabs(o1[i]))) << "fp16, group " << group << " hd " << hd << " n_kv " << n_kv;
+  for (Isa isa : simd_isas()) {
+    int isa_checked = 0;
+    for (int group : {1, 2, 3, 4, 5, 6, 7, 8}) {
+      for (int64_t hd : {16, 32, 64, 128, 256}) {
+        AttendGroupFn f = attend_group_for(DType::F32, group, hd, isa);
+        AttendGroupFn f16 = attend_group_for(DType::F16, group, hd, isa);
+        if (f == attend_group_scalar) continue;
+        for (int64_t n_kv : {1, 7, 8, 15, 16, 17, 33, 300}) {
+          Case c = make_case(rng, group, hd, n_kv);
+          const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+          std::vector<float> s1(static_cast<size_t>(group * scores_stride(n_kv))), s2(s1.size());
+          std::vector<float> o1(c.q.size()), o2(c.q.size()), o3(c.q.size());
+          const KvHeadBlocks kv32 = KvHeadBlocks::contiguous(c.k_blocked.data(), c.v_rows.data());
+          const KvHeadBlocks kv16 = KvHeadBlocks::contiguous(c.k16_blocked.data(), c.v16.data());
+          attend_group_scalar(c.q.data(), group, hd, kv32, n_kv, scale, s1.data(), o1.data());
+          f(c.q.data(), group, hd, kv32, n_kv, scale, s2.data(), o2.data());
+          f16(c.q.data(), group, hd, kv16, n_kv, scale, s2.data(), o3.data());
+          for (size_t i = 0; i < o1.size(); ++i) {
+            ASSERT_NEAR(o2[i], o1[i], 2e-5f * (1.f + std::fabs(o1[i])))
+                << isa_name(isa) << ", group " << group << " hd " << hd << " n_kv " << n_kv;
+            ASSERT_NEAR(o3[i], o1[i], 2e-5f * (1.f + std::fabs(o1[i])))
+                << isa_name(isa) << ", fp16, group " << group << " hd " << hd << " n_kv " << n_kv;
+          }
+          ++isa_checked;
         }
-        ++checked;
       }
     }
+    std::printf("[ measure  ] %s attention: %d cases checked against the scalar kernel\n", isa_name(isa), isa_checked);
+    checked += isa_checked;
   }
-#if defined(LAYA_HAVE_X86)
-  if (checked == 0) GTEST_SKIP() << "no AVX-512 on this CPU: only the scalar kernel exists here";
-#endif
+  if (checked == 0) GTEST_SKIP() << "no SIMD attention kernel for this CPU: only the scalar one exists here";
 }
 
 // Q8_0 cache: the test's own Q8_0 rounding (d = max|x| / 127, q = round(x / d)
@@ -132,9 +147,9 @@ TEST(KernelAttention, Q8CacheMatchesPlainAttentionOnItsValues) {
   std::mt19937 rng(13);
   std::normal_distribution<float> nd(0.f, 1.f);
   int simd_checked = 0;
-  for (int group : {1, 4, 7, 8}) {
-    for (int64_t hd : {32, 64, 128}) {
-      for (int64_t n_kv : {1, 15, 16, 17, 100}) {
+  for (int group : {1, 2, 3, 4, 5, 7, 8}) {
+    for (int64_t hd : {32, 64, 128, 256}) {
+      for (int64_t n_kv : {1, 7, 15, 16, 17, 33, 100}) {
         std::vector<float> q(static_cast<size_t>(group * hd)), k(static_cast<size_t>(n_kv * hd)), v(k.size());
         for (auto& x : q) x = nd(rng);
         for (auto& x : k) x = nd(rng) * 2.f;
@@ -161,12 +176,15 @@ TEST(KernelAttention, Q8CacheMatchesPlainAttentionOnItsValues) {
         attend_group_q8_scalar(q.data(), group, hd, KvHeadBlocks::contiguous(ks.data(), vs.data()), n_kv, scale, scores.data(), o1.data());
         for (size_t i = 0; i < o1.size(); ++i)
           ASSERT_NEAR(o1[i], want[i], 1e-5f * (1.f + std::fabs(want[i]))) << "group " << group << " hd " << hd << " n_kv " << n_kv;
-        AttendGroupFn f = attend_group_for(DType::Q8_0, group, hd);
-        if (f == attend_group_q8_scalar) continue;
-        f(q.data(), group, hd, KvHeadBlocks::contiguous(ks.data(), vs.data()), n_kv, scale, scores.data(), o2.data());
-        for (size_t i = 0; i < o1.size(); ++i)
-          ASSERT_NEAR(o2[i], o1[i], 2e-5f * (1.f + std::fabs(o1[i]))) << "SIMD, group " << group << " hd " << hd << " n_kv " << n_kv;
-        ++simd_checked;
+        for (Isa isa : simd_isas()) {
+          AttendGroupFn f = attend_group_for(DType::Q8_0, group, hd, isa);
+          if (f == attend_group_q8_scalar) continue;
+          f(q.data(), group, hd, KvHeadBlocks::contiguous(ks.data(), vs.data()), n_kv, scale, scores.data(), o2.data());
+          for (size_t i = 0; i < o1.size(); ++i)
+            ASSERT_NEAR(o2[i], o1[i], 2e-5f * (1.f + std::fabs(o1[i])))
+                << isa_name(isa) << ", group " << group << " hd " << hd << " n_kv " << n_kv;
+          ++simd_checked;
+        }
       }
     }
   }
@@ -181,6 +199,7 @@ TEST(KernelAttention, BlocksInAnyOrderEqualOneContiguousSlice) {
   std::normal_distribution<float> nd(0.f, 1.f);
   const int group = 4;
   const int64_t hd = 64;
+  const std::vector<Isa> isas = simd_isas();
   int checked = 0;
   for (DType type : {DType::F32, DType::F16, DType::Q8_0}) {
     for (int64_t bp : {16, 32, 64}) {
@@ -221,7 +240,9 @@ TEST(KernelAttention, BlocksInAnyOrderEqualOneContiguousSlice) {
         }
         const KvHeadBlocks blocks{pool.data(), pool.data() + head, ids.data(), block_bytes, bp};
         const KvHeadBlocks flat = KvHeadBlocks::contiguous(kc.data(), vc.data());
-        for (AttendGroupFn f : {attend_group_scalar_for(type), attend_group_for(type, group, hd)}) {
+        std::vector<AttendGroupFn> fns = {attend_group_scalar_for(type)};
+        for (Isa isa : isas) fns.push_back(attend_group_for(type, group, hd, isa));
+        for (AttendGroupFn f : fns) {
           std::vector<float> s1(static_cast<size_t>(group * scores_stride(slots))), s2(s1.size());
           std::vector<float> o1(q.size()), o2(q.size());
           f(q.data(), group, hd, flat, n_kv, 0.125f, s1.data(), o1.data());
@@ -233,7 +254,7 @@ TEST(KernelAttention, BlocksInAnyOrderEqualOneContiguousSlice) {
       }
     }
   }
-  EXPECT_EQ(checked, 3 * 3 * 7 * 2);
+  EXPECT_EQ(checked, 3 * 3 * 7 * static_cast<int>(1 + isas.size()));
 }
 
 }  // namespace

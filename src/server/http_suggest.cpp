@@ -74,7 +74,12 @@ json timings_json(const Suggestion& s) {
           {"predicted_per_token_ms", n_pred > 0 ? pred_ms / n_pred : 0.0},
           {"predicted_per_second", pred_ms > 0 ? 1e3 * n_pred / pred_ms : 0.0},
           {"tokenize_ms", t.tokenize_ms},
-          {"total_ms", t.total_ms}};
+          {"total_ms", t.total_ms},
+          // llama.cpp's names for its speculative decoding; "passes": forward
+          // passes of the generation (one checks several drafted tokens).
+          {"draft_n", t.drafted_tokens},
+          {"draft_n_accepted", t.accepted_draft_tokens},
+          {"passes", t.decode_ms.size()}};
 }
 
 // llama.cpp's response_fields: each "a/b" path picked out of the response and

@@ -60,6 +60,11 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--fim", fim, "fill-in-the-middle prompt order where the model has FIM tokens: psm, spm or off")
       ->check(CLI::IsMember({"psm", "spm", "off"}));
   app.add_flag("--no-heal", no_heal, "no token healing");
+  int draft = SessionOptions{}.draft_max_tokens;
+  app.add_option("--draft", draft,
+                 "most tokens drafted from the text and checked in one forward pass (0: off; the suggestions are the "
+                 "same either way, only the passes differ)")
+      ->transform(int_in(0, 15));
   EngineFlags flags;
   flags.add_to(app, true);
   if (auto rc = parse_args(app, argc, argv, "serve")) return *rc;
@@ -100,6 +105,8 @@ int cmd_serve(int argc, char** argv) {
   server::ServerSessions::Options so;
   so.max_sessions = static_cast<size_t>(max_sessions);
   so.session.heal = !no_heal;
+  so.session.draft = draft > 0;
+  so.session.draft_max_tokens = std::max(draft, 1);
   so.session.fim = fim == "spm" ? FimOrder::kSpm : fim == "off" ? FimOrder::kOff : FimOrder::kPsm;
   server::ServerSessions sessions(**slot, so);
   server::HttpServer srv(sessions, ho);

@@ -141,6 +141,13 @@ AttendGroupFn attend_group_for(DType type, int group, int64_t hd, Isa isa) {
       default: return attend_group_avx512;
     }
   }
+  if (isa == Isa::kAvx2 && simd_shape(group, hd)) {
+    switch (type) {
+      case DType::F16: return attend_group_f16_avx2;
+      case DType::Q8_0: if (hd % 32 == 0) return attend_group_q8_avx2; break;
+      default: return attend_group_avx2;
+    }
+  }
 #endif
   (void)simd_shape;
   (void)group;

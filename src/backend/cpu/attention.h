@@ -67,6 +67,12 @@ void attend_group_q8_scalar(const float* q, int group, int64_t hd, const KvHeadB
                             float* scores, float* out);
 #if defined(LAYA_HAVE_X86)
 // hd in {16, 32, 64, 128, 256} (Q8_0: {32, 64, 128, 256}), group <= 8.
+void attend_group_avx2(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
+                       float* scores, float* out);
+void attend_group_f16_avx2(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
+                           float* scores, float* out);
+void attend_group_q8_avx2(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
+                          float* scores, float* out);
 void attend_group_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
                          float* scores, float* out);
 void attend_group_f16_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
