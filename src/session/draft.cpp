@@ -58,16 +58,30 @@ int SharedDrafts::lookup(std::span<const int32_t> context, int max, int32_t* out
 
 // 16K slots each (~0.9 MB a session): a window of a few thousand tokens
 // fits with few collisions.
-DocumentDrafter::DocumentDrafter(DraftOptions opt)
-    : opt_(opt), doc3_(3, size_t{1} << 14), doc2_(2, size_t{1} << 14), len_(std::max(1, opt.max_tokens / 2)) {}
+DocumentDrafter::DocumentDrafter(DraftOptions opt) : opt_(opt), doc3_(3, size_t{1} << 14), doc2_(2, size_t{1} << 14) {
+  reset(nullptr);
+}
+
+// Until measured: a drafted token is taken half the time (the public traces:
+// 0.4-0.65 by source), and costs a tenth of a pass (memory-bound decoding,
+// where each weight row read serves every token of the pass).
+constexpr double kPriorTaken = 0.5, kPriorExtra = 0.1;
+// Recent record: each compared token moves the chance by this much of the gap.
+constexpr double kTakenRate = 0.1;
+// Costs: the pass times' moving average weight.
+constexpr double kCostRate = 0.2;
+// A draft that did not pay is still proposed once in this many times, so
+// that a record gone bad (or a cost measured in a noisy moment) can recover.
+constexpr int kExploreEvery = 16;
 
 void DocumentDrafter::reset(std::shared_ptr<SharedDrafts> shared) {
   doc3_.clear();
   doc2_.clear();
   last_prompt_.clear();
   shared_ = std::move(shared);
-  len_ = std::max(1, opt_.max_tokens / 2);
-  skip_ = misses_ = 0;
+  std::fill(std::begin(taken_), std::end(taken_), kPriorTaken);
+  pass_ms_ = extra_ms_ = 0;
+  declined_ = 0;
 }
 
 void DocumentDrafter::observe_prompt(std::span<const int32_t> prompt) {
@@ -93,35 +107,51 @@ void DocumentDrafter::observe_output(std::span<const int32_t> prompt, std::span<
   if (shared_) shared_->add(joined_, 0);
 }
 
+int DocumentDrafter::best_length(double p, int max) const {
+  const double one = pass_ms_ > 0 ? pass_ms_ : 1.0;
+  const double extra = extra_ms_ > 0 ? extra_ms_ : kPriorExtra * one;
+  double best_rate = 1.0 / one, yield = 1.0, pk = 1.0;
+  int best = 0;
+  for (int k = 1; k <= max; ++k) {
+    pk *= p;
+    yield += pk;  // 1 + p + ... + p^k
+    if (const double rate = yield / (one + extra * k); rate > best_rate * 1.02) {
+      best_rate = rate;
+      best = k;
+    }
+  }
+  return best;
+}
+
 // The document's own 3-gram first (the most specific), then the other open
 // documents', then the document's 2-gram.
 int DocumentDrafter::propose(std::span<const int32_t> context, int max, int32_t* out) {
   if (!opt_.enabled || max <= 0) return 0;
-  if (skip_ > 0) {
-    --skip_;
-    return 0;
-  }
-  const int want = std::min({max, len_, opt_.max_tokens});
+  const int want = std::min(max, opt_.max_tokens);
   int n = doc3_.lookup(context, want, out);
-  if (n == 0 && shared_) n = shared_->lookup(context, want, out);
-  if (n == 0) n = doc2_.lookup(context, want, out);
-  return n;
+  last_ = kDoc3;
+  if (n == 0 && shared_) n = shared_->lookup(context, want, out), last_ = kShared;
+  if (n == 0) n = doc2_.lookup(context, want, out), last_ = kDoc2;
+  if (n == 0) return 0;
+  int k = best_length(taken_[last_], n);
+  if (k == 0 && ++declined_ >= kExploreEvery) k = std::min(n, 2);
+  if (k > 0) declined_ = 0;
+  return k;
 }
 
 void DocumentDrafter::feedback(int proposed, int accepted) {
   if (proposed <= 0) return;
-  if (accepted == proposed) {
-    len_ = std::min(len_ * 2, std::max(opt_.max_tokens, 1));
-    misses_ = 0;
-  } else if (accepted == 0) {
-    len_ = std::max(1, len_ / 2);
-    if (++misses_ >= 3) {  // keeps failing here: stop proposing for a few steps
-      skip_ = 4;
-      misses_ = 0;
-    }
-  } else {
-    len_ = std::max(1, std::min(len_, accepted + 1));
-    misses_ = 0;
+  double& p = taken_[last_];
+  for (int i = 0; i < accepted; ++i) p += kTakenRate * (1.0 - p);
+  if (accepted < proposed) p -= kTakenRate * p;
+}
+
+void DocumentDrafter::observe_pass(int rows, double ms) {
+  if (rows <= 1) {
+    pass_ms_ = pass_ms_ > 0 ? pass_ms_ + kCostRate * (ms - pass_ms_) : ms;
+  } else if (pass_ms_ > 0) {
+    const double extra = std::max(0.0, (ms - pass_ms_) / (rows - 1));
+    extra_ms_ = extra_ms_ > 0 ? extra_ms_ + kCostRate * (extra - extra_ms_) : extra;
   }
 }
 

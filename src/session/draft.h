@@ -14,11 +14,17 @@
 // output exact whatever a draft says.
 //
 // DocumentDrafter, a session's, looks in its own document first (the prompt
-// holds the text before and after the cursor) and then in a table shared by
-// the sessions of one model (other open documents). Its draft length adapts
-// to how its recent drafts fared: it doubles after a draft that was taken
-// whole, halves after one rejected at once, and stops proposing for a while
-// after repeated failures.
+// holds the text before and after the cursor), then in a table shared by the
+// sessions of one model (other open documents), then at the document's
+// 2-grams. How many tokens it proposes weighs what a draft gains against
+// what it costs, both measured as it goes: per source, the chance that a
+// drafted token is taken (its recent record); per pass, the time of one
+// token and of each drafted token more. A draft of k tokens yields
+// 1 + p + ... + p^k tokens for the time of a (k+1)-token pass, so it
+// proposes the k that yields the most tokens per millisecond, and none where
+// one token a pass does better (where drafts keep failing, or where a
+// drafted token costs nearly a pass: a CPU whose passes are bound by
+// arithmetic rather than by reading the weights).
 #pragma once
 
 #include <cstdint>
@@ -98,14 +104,25 @@ class DocumentDrafter final : public Drafter {
 
   int propose(std::span<const int32_t> context, int max, int32_t* out) override;
   void feedback(int proposed, int accepted) override;
+  void observe_pass(int rows, double ms) override;
+
+  // The draft length that yields the most tokens per millisecond for a
+  // drafted token's chance p of being taken (0: none), at the measured
+  // costs; at most `max`.
+  int best_length(double p, int max) const;
+  // The measured costs (ms): one token a pass, and each drafted token more.
+  double pass_ms() const { return pass_ms_; }
+  double extra_ms() const { return extra_ms_; }
 
  private:
+  enum Source { kDoc3, kShared, kDoc2, kSources };
   DraftOptions opt_;
   NgramTable doc3_, doc2_;  // keyed by the last 3 / 2 tokens
   std::shared_ptr<SharedDrafts> shared_;
-  int len_;        // the current draft length
-  int skip_ = 0;   // proposals to skip after repeated failures
-  int misses_ = 0; // drafts rejected at their first token, in a row
+  double taken_[kSources];  // per source: the recent chance that a drafted token is taken
+  Source last_ = kDoc3;     // the source of the proposal in flight
+  double pass_ms_ = 0, extra_ms_ = 0;  // 0: not measured yet
+  int declined_ = 0;                   // lookups found a draft that did not pay, in a row
   std::vector<int32_t> last_prompt_;  // the prompt observed last
   std::vector<int32_t> joined_;       // a prompt's tail and the output, for observe_output
 };

@@ -159,6 +159,7 @@ Status Generator::run(DecodeTarget& target, std::span<const int32_t> prompt, Sam
           return Status(st.code(), fmt::format("decode step {}: {}", i, st.message()));
         last_step_ms_ = ms_since(now);
         out->decode_ms.push_back(last_step_ms_);
+        if (opt.drafter) opt.drafter->observe_pass(draft_pending() ? static_cast<int>(draft_.size()) : 1, last_step_ms_);
         lg = target.logits_at(base + i);
       }
       id = !heal_left.empty() && tok_ ? pick_healed(lg, heal_left)

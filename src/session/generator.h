@@ -78,6 +78,9 @@ class Drafter {
   virtual int propose(std::span<const int32_t> context, int max, int32_t* out) = 0;
   // The last proposal's fate: its first `accepted` tokens were chosen.
   virtual void feedback(int /*proposed*/, int /*accepted*/) {}
+  // A forward pass of the generation took `ms` for `rows` tokens (1: no
+  // draft): what a drafted token costs on this backend.
+  virtual void observe_pass(int /*rows*/, double /*ms*/) {}
 };
 
 // A sequence that holds just the prompt and what is generated after it (chat,
