@@ -82,6 +82,7 @@ void DocumentDrafter::reset(std::shared_ptr<SharedDrafts> shared) {
   std::fill(std::begin(taken_), std::end(taken_), kPriorTaken);
   pass_ms_ = extra_ms_ = 0;
   declined_ = 0;
+  live_ = 0;
 }
 
 void DocumentDrafter::observe_prompt(std::span<const int32_t> prompt) {
@@ -127,6 +128,12 @@ int DocumentDrafter::best_length(double p, int max) const {
 // documents', then the document's 2-gram.
 int DocumentDrafter::propose(std::span<const int32_t> context, int max, int32_t* out) {
   if (!opt_.enabled || max <= 0) return 0;
+  // The generation so far joins the document's tables as it grows: a model
+  // that repeats a line of its own output is drafted from the first copy
+  // (the default model's 128-token suggestions often do).
+  doc3_.add(context, doc3_.refresh_from(live_));
+  doc2_.add(context, doc2_.refresh_from(live_));
+  live_ = context.size();
   const int want = std::min(max, opt_.max_tokens);
   int n = doc3_.lookup(context, want, out);
   last_ = kDoc3;

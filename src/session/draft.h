@@ -105,6 +105,7 @@ class DocumentDrafter final : public Drafter {
   int propose(std::span<const int32_t> context, int max, int32_t* out) override;
   void feedback(int proposed, int accepted) override;
   void observe_pass(int rows, double ms) override;
+  void begin() override { live_ = 0; }
 
   // The draft length that yields the most tokens per millisecond for a
   // drafted token's chance p of being taken (0: none), at the measured
@@ -123,6 +124,7 @@ class DocumentDrafter final : public Drafter {
   Source last_ = kDoc3;     // the source of the proposal in flight
   double pass_ms_ = 0, extra_ms_ = 0;  // 0: not measured yet
   int declined_ = 0;                   // lookups found a draft that did not pay, in a row
+  size_t live_ = 0;                    // the generation's context recorded so far
   std::vector<int32_t> last_prompt_;  // the prompt observed last
   std::vector<int32_t> joined_;       // a prompt's tail and the output, for observe_output
 };

@@ -127,6 +127,7 @@ Status Generator::run(DecodeTarget& target, std::span<const int32_t> prompt, Sam
   context_.assign(prompt.end() - static_cast<std::ptrdiff_t>(std::min<size_t>(prompt.size(), 8)), prompt.end());
   draft_.clear();
   draft_next_ = 0;
+  if (opt.drafter) opt.drafter->begin();
   const bool greedy = smp.params().temperature <= 0.0f;
   std::string_view heal_left = opt.heal;
   const auto base = static_cast<int64_t>(prompt.size());

@@ -81,6 +81,8 @@ class Drafter {
   // A forward pass of the generation took `ms` for `rows` tokens (1: no
   // draft): what a drafted token costs on this backend.
   virtual void observe_pass(int /*rows*/, double /*ms*/) {}
+  // A generation starts: the contexts that follow extend a new one.
+  virtual void begin() {}
 };
 
 // A sequence that holds just the prompt and what is generated after it (chat,

@@ -239,7 +239,9 @@ bool CpuBackend::uses_packed_gemm(const PackedEntry* pe, int64_t n_tok) const {
 void CpuBackend::quantize_packed_input(const PackedEntry* const* pes, int n, const float* x, int64_t cols,
                                        int64_t n_tok) {
   bool needed = false;
-  for (int i = 0; i < n; ++i) needed |= n_tok == 1 ? pes[i] != nullptr : uses_packed_gemm(pes[i], n_tok);
+  // A small pass runs every packed matrix per token (matmul_rows), a long one
+  // only those with a packed GEMM.
+  for (int i = 0; i < n; ++i) needed |= n_tok <= kExactRowsMax ? pes[i] != nullptr : uses_packed_gemm(pes[i], n_tok);
   if (!needed) return;
   for (int64_t t = 0; t < n_tok; ++t) quantize_x_(x + t * cols, cols, &qx_[static_cast<size_t>(t)]);
 }
@@ -261,9 +263,9 @@ void CpuBackend::matmul_rows(const Tensor& w, const PackedEntry* pe, const float
       // One matvec per token: the bits of decoding each alone. (Q8_0 and
       // Q4_K took the packed GEMM above: the same integer sums and float
       // steps in the same order as their matvecs, so exact too.)
-      for (int64_t t = 0; t < n_tok; ++t)
-        pe->matvec(*pm, b / cpu::kPackRows, (e + cpu::kPackRows - 1) / cpu::kPackRows, qx_[static_cast<size_t>(t)],
-                   y + t * rows);
+      // Group by group, so a group's bytes are read from memory once.
+      for (int64_t g = b / cpu::kPackRows; g < (e + cpu::kPackRows - 1) / cpu::kPackRows; ++g)
+        for (int64_t t = 0; t < n_tok; ++t) pe->matvec(*pm, g, g + 1, qx_[static_cast<size_t>(t)], y + t * rows);
       return;
     }
     float* tile = scratch_[static_cast<size_t>(ti)].tile.data();

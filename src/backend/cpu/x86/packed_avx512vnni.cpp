@@ -413,13 +413,25 @@ bool packed_gemm_supported(DType type) { return type == DType::Q8_0 || type == D
 void packed_gemm_avx512vnni(const PackedMatrix& m, int64_t g_begin, int64_t g_end, const QuantizedX* xs, int64_t n_tok,
                             float* y, int64_t ldy) {
   for (int64_t g = g_begin; g < g_end; ++g) {
+    // The last 1-3 tokens in one sweep too: a pass of 2 or 3 tokens (a short
+    // draft being checked) reads the group once, not once per token.
     int64_t t = 0;
     if (m.type == DType::Q8_0) {
       for (; t + 4 <= n_tok; t += 4) q8_tokens<4>(m, g, xs + t, y + t * ldy, ldy);
-      for (; t < n_tok; ++t) q8_tokens<1>(m, g, xs + t, y + t * ldy, ldy);
+      switch (n_tok - t) {
+        case 3: q8_tokens<3>(m, g, xs + t, y + t * ldy, ldy); break;
+        case 2: q8_tokens<2>(m, g, xs + t, y + t * ldy, ldy); break;
+        case 1: q8_tokens<1>(m, g, xs + t, y + t * ldy, ldy); break;
+        default: break;
+      }
     } else {
       for (; t + 4 <= n_tok; t += 4) q4k_tokens<4>(m, g, xs + t, y + t * ldy, ldy);
-      for (; t < n_tok; ++t) q4k_tokens<1>(m, g, xs + t, y + t * ldy, ldy);
+      switch (n_tok - t) {
+        case 3: q4k_tokens<3>(m, g, xs + t, y + t * ldy, ldy); break;
+        case 2: q4k_tokens<2>(m, g, xs + t, y + t * ldy, ldy); break;
+        case 1: q4k_tokens<1>(m, g, xs + t, y + t * ldy, ldy); break;
+        default: break;
+      }
     }
   }
 }
