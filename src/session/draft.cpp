@@ -79,7 +79,7 @@ void DocumentDrafter::reset(std::shared_ptr<SharedDrafts> shared) {
   doc2_.clear();
   last_prompt_.clear();
   shared_ = std::move(shared);
-  std::fill(std::begin(taken_), std::end(taken_), kPriorTaken);
+  for (auto& place : taken_) std::fill(std::begin(place), std::end(place), kPriorTaken);
   pass_ms_ = extra_ms_ = 0;
   declined_ = 0;
   live_ = 0;
@@ -126,8 +126,17 @@ int DocumentDrafter::best_length(double p, int max) const {
 
 // The document's own 3-gram first (the most specific), then the other open
 // documents', then the document's 2-gram.
+int DocumentDrafter::propose_at_prompt(std::span<const int32_t> context, int max, int32_t* out) {
+  return lookup(context, max, out, 1);
+}
+
 int DocumentDrafter::propose(std::span<const int32_t> context, int max, int32_t* out) {
+  return lookup(context, max, out, 0);
+}
+
+int DocumentDrafter::lookup(std::span<const int32_t> context, int max, int32_t* out, int place) {
   if (!opt_.enabled || max <= 0) return 0;
+  place_ = place;
   // The generation so far joins the document's tables as it grows: a model
   // that repeats a line of its own output is drafted from the first copy
   // (the default model's 128-token suggestions often do).
@@ -140,7 +149,7 @@ int DocumentDrafter::propose(std::span<const int32_t> context, int max, int32_t*
   if (n == 0 && shared_) n = shared_->lookup(context, want, out), last_ = kShared;
   if (n == 0) n = doc2_.lookup(context, want, out), last_ = kDoc2;
   if (n == 0) return 0;
-  int k = best_length(taken_[last_], n);
+  int k = best_length(taken_[place_][last_], n);
   if (k == 0 && ++declined_ >= kExploreEvery) k = std::min(n, 2);
   if (k > 0) declined_ = 0;
   return k;
@@ -148,7 +157,7 @@ int DocumentDrafter::propose(std::span<const int32_t> context, int max, int32_t*
 
 void DocumentDrafter::feedback(int proposed, int accepted) {
   if (proposed <= 0) return;
-  double& p = taken_[last_];
+  double& p = taken_[place_][last_];
   for (int i = 0; i < accepted; ++i) p += kTakenRate * (1.0 - p);
   if (accepted < proposed) p -= kTakenRate * p;
 }

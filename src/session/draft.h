@@ -103,6 +103,10 @@ class DocumentDrafter final : public Drafter {
   void observe_output(std::span<const int32_t> prompt, std::span<const int32_t> tokens);
 
   int propose(std::span<const int32_t> context, int max, int32_t* out) override;
+  // The same for the suggestion's first tokens, checked by the prompt's own
+  // pass: its record is kept apart (the token after a keystroke is the
+  // hardest to guess; its misses must not stop the drafts after it).
+  int propose_at_prompt(std::span<const int32_t> context, int max, int32_t* out);
   void feedback(int proposed, int accepted) override;
   void observe_pass(int rows, double ms) override;
   void begin() override { live_ = 0; }
@@ -117,11 +121,15 @@ class DocumentDrafter final : public Drafter {
 
  private:
   enum Source { kDoc3, kShared, kDoc2, kSources };
+  int lookup(std::span<const int32_t> context, int max, int32_t* out, int place);
   DraftOptions opt_;
   NgramTable doc3_, doc2_;  // keyed by the last 3 / 2 tokens
   std::shared_ptr<SharedDrafts> shared_;
-  double taken_[kSources];  // per source: the recent chance that a drafted token is taken
+  // Per place (0: in the generation, 1: at the prompt) and source: the
+  // recent chance that a drafted token is taken.
+  double taken_[2][kSources];
   Source last_ = kDoc3;     // the source of the proposal in flight
+  int place_ = 0;           // and its place
   double pass_ms_ = 0, extra_ms_ = 0;  // 0: not measured yet
   int declined_ = 0;                   // lookups found a draft that did not pay, in a row
   size_t live_ = 0;                    // the generation's context recorded so far

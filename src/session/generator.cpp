@@ -124,10 +124,17 @@ Status Generator::run(DecodeTarget& target, std::span<const int32_t> prompt, Sam
   const bool need_history = smp.params().repeat_penalty != 1.0f;
   history_.clear();
   if (need_history) history_.assign(prompt.begin(), prompt.end());
-  context_.assign(prompt.end() - static_cast<std::ptrdiff_t>(std::min<size_t>(prompt.size(), 8)), prompt.end());
+  const std::span<const int32_t> before = opt.draft_context.empty() ? prompt : opt.draft_context;
+  context_.assign(before.end() - static_cast<std::ptrdiff_t>(std::min<size_t>(before.size(), 8)), before.end());
   draft_.clear();
   draft_next_ = 0;
   if (opt.drafter) opt.drafter->begin();
+  if (opt.drafter && !opt.drafted.empty() && !prompt.empty() && opt.known.empty()) {
+    draft_.assign(1, prompt.back());
+    draft_.insert(draft_.end(), opt.drafted.begin(), opt.drafted.end());
+    draft_next_ = 1;
+    out->drafted += static_cast<int64_t>(opt.drafted.size());
+  }
   const bool greedy = smp.params().temperature <= 0.0f;
   std::string_view heal_left = opt.heal;
   const auto base = static_cast<int64_t>(prompt.size());

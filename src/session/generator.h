@@ -128,6 +128,12 @@ struct GenerateOptions {
   // Used while the choice is greedy (or healing's): a sampled choice is not
   // the same draw when the logits come from a drafting pass.
   Drafter* drafter = nullptr;
+  // Drafted tokens already fed after the prompt, unchecked (a draft the
+  // prompt's own pass computed: Reuse::prefill); needs `drafter`.
+  std::span<const int32_t> drafted;
+  // What the generated tokens continue, for the drafter's lookups (empty:
+  // the prompt's end; a FIM prompt's is its prefix, before the suffix).
+  std::span<const int32_t> draft_context;
 };
 
 // What a generation produced (buffers reused from call to call).

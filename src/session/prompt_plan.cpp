@@ -105,15 +105,18 @@ void assemble_prompt(const PromptTraits& tr, const SessionOptions& opt, const to
   const auto prefix = ids.first(keep);
   if (!fim) {
     p.insert(p.end(), prefix.begin(), prefix.end());
+    out->prefix_end = p.size();
   } else if (opt.fim == FimOrder::kSpm) {
     p.push_back(tr.fim_suf);
     p.insert(p.end(), suffix_ids.begin(), suffix_ids.end());
     p.push_back(tr.fim_pre);
     p.insert(p.end(), prefix.begin(), prefix.end());
+    out->prefix_end = p.size();
     p.push_back(tr.fim_mid);
   } else {
     p.push_back(tr.fim_pre);
     p.insert(p.end(), prefix.begin(), prefix.end());
+    out->prefix_end = p.size();
     p.push_back(tr.fim_suf);
     p.insert(p.end(), suffix_ids.begin(), suffix_ids.end());
     p.push_back(tr.fim_mid);

@@ -73,6 +73,9 @@ struct Prompt {
   std::vector<int32_t> ids;
   std::string heal;
   bool fim = false;  // it holds a suffix
+  // ids[0, prefix_end) end with the text before the cursor (healing's cut):
+  // in a FIM prompt the suffix and markers follow. What a draft continues.
+  size_t prefix_end = 0;
 };
 
 // The smallest window room accepted (prompt tokens for the text).

@@ -73,7 +73,8 @@ size_t Reuse::take_chain(const Prompt& p, int max_tokens, bool greedy, const Con
 // Cuts the sequence at the first token that differs from the prompt and
 // computes only the rest (at least the last token, for its logits, unless the
 // logits of exactly this prompt are still there).
-Status Reuse::prefill(std::span<const int32_t> prompt, const std::atomic<bool>& cancel, PrefillReport* r) {
+Status Reuse::prefill(std::span<const int32_t> prompt, const std::atomic<bool>& cancel, PrefillReport* r,
+                      std::span<const int32_t> draft) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto& cached = seq_->tokens();
   const size_t n = std::min(cached.size(), prompt.size());
@@ -126,8 +127,26 @@ Status Reuse::prefill(std::span<const int32_t> prompt, const std::atomic<bool>& 
   }
   if (static_cast<int64_t>(common) < saved_at_) saved_at_ = -1;  // the prefill cuts what the saved logits followed
   const std::span<const int32_t> rest = prompt.subspan(common);
-  Status st = eng_->prefill(*seq_, rest, static_cast<int64_t>(common), nullptr, &cancel);
-  r->computed = std::max<int64_t>(0, seq_->n_past() - static_cast<int64_t>(common));
+  const int64_t small = std::min(eng_->backend().exact_rows(), eng_->options().n_batch);
+  const auto n_draft = static_cast<int64_t>(std::min<size_t>(
+      draft.size(), static_cast<size_t>(std::max<int64_t>(0, seq_->n_ctx() - static_cast<int64_t>(prompt.size())))));
+  Status st;
+  if (n_draft > 0 && static_cast<int64_t>(rest.size()) + n_draft <= small) {
+    // One pass for the prompt's rest and the draft: every row's logits kept
+    // (row i follows the first common + 1 + i tokens).
+    pass_.assign(rest.begin(), rest.end());
+    pass_.insert(pass_.end(), draft.begin(), draft.begin() + n_draft);
+    rows_.resize(pass_.size() * static_cast<size_t>(eng_->n_vocab()));
+    st = eng_->prefill(*seq_, pass_, static_cast<int64_t>(common), rows_.data(), &cancel);
+    if (st.ok()) {
+      rows_at_ = static_cast<int64_t>(common) + 1;
+      rows_n_ = static_cast<int64_t>(pass_.size());
+      r->drafted = n_draft;
+    }
+  } else {
+    st = eng_->prefill(*seq_, rest, static_cast<int64_t>(common), nullptr, &cancel);
+  }
+  r->computed = std::clamp<int64_t>(seq_->n_past() - static_cast<int64_t>(common), 0, static_cast<int64_t>(rest.size()));
   r->ms = ms_since(t0);
   if (st.code() == StatusCode::kCancelled) {  // the sequence holds the chunks done: a prefix of the prompt
     r->cancelled = true;
@@ -137,8 +156,10 @@ Status Reuse::prefill(std::span<const int32_t> prompt, const std::atomic<bool>& 
   logits_at_ = seq_->n_past();
   // Kept for the next keystroke (32 KB for the default model; a copy costs
   // microseconds, the forward pass it saves ~0.6 ms).
-  saved_logits_.assign(seq_->logits(), seq_->logits() + eng_->n_vocab());
-  saved_at_ = logits_at_;
+  const float* at_prompt = r->drafted > 0 ? logits_at(static_cast<int64_t>(prompt.size())) : seq_->logits();
+  saved_logits_.assign(at_prompt, at_prompt + eng_->n_vocab());
+  saved_at_ = static_cast<int64_t>(prompt.size());
+  if (r->drafted > 0) first_logits_ = saved_logits_.data();
   return Status::Ok();
 }
 

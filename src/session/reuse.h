@@ -54,6 +54,7 @@ struct PrefillReport {
   int64_t computed = 0;  // prompt tokens fed to the model
   double ms = 0;
   bool cancelled = false;
+  int64_t drafted = 0;   // draft tokens fed after the prompt in the same pass (see prefill())
 };
 
 class Reuse final : public DecodeTarget {
@@ -77,8 +78,13 @@ class Reuse final : public DecodeTarget {
   // computation would choose). Re-bases the chain on `p`.
   size_t take_chain(const Prompt& p, int max_tokens, bool greedy, const ContinuationMasks& masks);
   // Case 2 above: the sequence then holds `prompt` with its logits current
-  // (unless cancelled: then a prefix of it).
-  Status prefill(std::span<const int32_t> prompt, const std::atomic<bool>& cancel, PrefillReport* r);
+  // (unless cancelled: then a prefix of it). `draft`: tokens proposed to
+  // follow the prompt, fed in the same pass when one is due anyway and the
+  // pass stays small enough to compute every row as a decode step would
+  // (Backend::exact_rows()); r->drafted says how many were (0: none). Their
+  // logits are then current too, for the generator to check the draft with.
+  Status prefill(std::span<const int32_t> prompt, const std::atomic<bool>& cancel, PrefillReport* r,
+                 std::span<const int32_t> draft = {});
   // Cuts the sequence back to n tokens.
   Status truncate_to(int64_t n);
 
@@ -124,6 +130,7 @@ class Reuse final : public DecodeTarget {
   // rows_at_ + r tokens; rows_n_ rows are valid (a cut drops those past it).
   std::vector<float> rows_;
   int64_t rows_at_ = 0, rows_n_ = 0;
+  std::vector<int32_t> pass_;  // a prefill's tokens with a draft after them
   bool adopt_cached_ = false;  // rebound since the last prefill: adopt the pool's cached prefix
   Chain chain_;
 };

@@ -179,6 +179,20 @@ Status Session::pin_window(size_t start_cp) {
 
 // ---- a suggestion ------------------------------------------------------------------
 
+// A draft of the suggestion's first tokens, for the prompt's own pass to
+// check (Reuse::prefill), so that a right draft saves the passes after it.
+// Greedy suggestions only: a sampled first token is not drafted for.
+std::span<const int32_t> Session::draft_after_prompt(const SuggestOptions& opt) {
+  prefill_drafted_ = 0;
+  if (!opts_.draft || !reusable(opt.sampling) || opt.max_tokens < 2 || prompt_.ids.empty()) return {};
+  const auto before = std::span<const int32_t>(prompt_.ids).first(std::min(prompt_.prefix_end, prompt_.ids.size()));
+  drafter_.begin();
+  prompt_draft_.resize(static_cast<size_t>(std::min(opt.max_tokens - 1, opts_.draft_max_tokens)));
+  const int k = drafter_.propose_at_prompt(before.last(std::min<size_t>(before.size(), 8)), static_cast<int>(prompt_draft_.size()),
+                                 prompt_draft_.data());
+  return std::span<const int32_t>(prompt_draft_).first(static_cast<size_t>(std::max(k, 0)));
+}
+
 int64_t Session::room(int max_tokens) const {
   return window_room(plan_.traits(), opts_, reuse_.n_ctx(), max_tokens);
 }
@@ -240,6 +254,8 @@ Status Session::run_generation(const SuggestOptions& opt, std::optional<Clock::t
   g.deadline = end;
   g.cancel = &cancel_;
   g.drafter = opts_.draft ? &drafter_ : nullptr;
+  if (g.drafter && known == 0) g.drafted = std::span<const int32_t>(prompt_draft_).first(prefill_drafted_);
+  g.draft_context = std::span<const int32_t>(prompt_.ids).first(std::min(prompt_.prefix_end, prompt_.ids.size()));
   const StopStream::Sink sink{[](void* f, std::string_view piece) {
                                 const auto& fn = *static_cast<const std::function<void(std::string_view)>*>(f);
                                 if (fn) fn(piece);
@@ -318,7 +334,8 @@ Status Session::suggest_since(uint64_t epoch, const SuggestOptions& opt, Suggest
       s.timings.tokens_reused = static_cast<int64_t>(prompt_.ids.size());
     } else {
       PrefillReport r;
-      st = reuse_.prefill(prompt_.ids, cancel_, &r);
+      st = reuse_.prefill(prompt_.ids, cancel_, &r, draft_after_prompt(opt));
+      prefill_drafted_ = static_cast<size_t>(r.drafted);
       if (!st.ok()) st = Status(st.code(), fmt::format("suggest: {}", st.message()));
       s.timings.tokens_reused = r.reused;
       s.timings.tokens_computed = r.computed;

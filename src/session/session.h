@@ -306,6 +306,7 @@ class Session final : private SlotClient {
   Status run_generation(const SuggestOptions& opt, std::optional<Deadline::Clock::time_point> end, size_t known,
                         const std::function<void(std::string_view)>& on_piece, Suggestion& s);
   Sampler& sampler_for(const SamplerParams& p);
+  std::span<const int32_t> draft_after_prompt(const SuggestOptions& opt);
   void rebind_locked(std::shared_ptr<const ModelBundle> next);
   // SlotClient (model_slot.h): what a swap asks of the session.
   int64_t last_used_ns() const override { return last_used_ns_.load(std::memory_order_relaxed); }
@@ -339,6 +340,8 @@ class Session final : private SlotClient {
   Reuse reuse_;
   Generator generator_;
   DocumentDrafter drafter_;
+  std::vector<int32_t> prompt_draft_;  // draft_after_prompt()'s tokens
+  size_t prefill_drafted_ = 0;         // of them, those the last prefill fed
   std::unique_ptr<Sampler> sampler_;
   Generated gen_;
   Suggestion current_;
