@@ -495,14 +495,21 @@ TEST(Generator, DraftsChangeThePassesNotTheOutput) {
     EXPECT_EQ(drafted.stop, StopReason::kEnd);
     EXPECT_EQ(t.n_past(), 3 + 3);  // a, b, and the end token that was chosen
   }
-  {  // a sampled choice is never drafted for
+  {  // a sampled choice is drafted for only when asked (draft_sampled), by speculative sampling's rule
     ScriptedTarget t(nv, 3, script, 1 << 20, 16);
-    ListDrafter d({{b, c}});
+    ListDrafter d({{b, c}, {b, c}});
     o.drafter = &d;
     Sampler smp(SamplerParams{.temperature = 0.5f, .seed = 1}, nv);
     ASSERT_TRUE(g.run(t, std::vector<int32_t>{1, 2, 3}, smp, o, {}, &drafted).ok());
     EXPECT_EQ(drafted.drafted, 0);
     EXPECT_TRUE(d.heard.empty());
+    o.draft_sampled = true;
+    ScriptedTarget t2(nv, 3, script, 1 << 20, 16);
+    ASSERT_TRUE(g.run(t2, std::vector<int32_t>{1, 2, 3}, smp, o, {}, &drafted).ok());
+    EXPECT_EQ(drafted.drafted, 4);  // b c at step 1, b c at step 4; logits 10 apart: each all but certain
+    EXPECT_EQ(drafted.accepted, 4);
+    EXPECT_EQ(drafted.tokens, plain.tokens);
+    o.draft_sampled = false;
   }
   {  // a target that takes one token a pass: no drafts
     ScriptedTarget t(nv, 3, script);

@@ -88,12 +88,36 @@ ContinuationMasks continuation_masks(const tok::Tokenizer& tk, int n_vocab, int3
 }
 
 int32_t Sampler::sample(const float* logits, std::span<const int32_t> history, const TokenMask* extra) {
+  double z = 0.0;
+  int32_t best = -1;
+  const int m = candidates(logits, history, extra, &z, &best);
+  return m < 0 ? best : draw(m, z, best);  // 8.
+}
+
+int32_t Sampler::sample_given_draft(const float* logits, std::span<const int32_t> history, int32_t draft,
+                                    const TokenMask* extra) {
+  double z = 0.0;
+  int32_t best = -1;
+  const int m = candidates(logits, history, extra, &z, &best);
+  if (m < 0) return best;
+  double pd = 0.0;  // the draft's weight among the candidates (0: not one)
+  for (int i = 0; i < m; ++i)
+    if (idx_[i] == draft) pd = std::max(0.0, static_cast<double>(work_[draft]));
+  if (pd <= 0.0) return draw(m, z, best);
+  if (rng_.uniform() * z < pd) return draft;
+  work_[draft] = 0.0f;  // draw() skips it: the rest, renormalised
+  return draw(m, z - pd, best);
+}
+
+int Sampler::candidates(const float* logits, std::span<const int32_t> history, const TokenMask* extra, double* zp,
+                        int32_t* best_out) {
   load_logits(logits, extra);
   apply_repetition_penalty(history);  // 1.
   const int32_t best = argmax(extra);  // 2.
-  if (params_.temperature <= 0.0f) return best;
+  *best_out = best;
+  if (params_.temperature <= 0.0f) return -1;
   const float wmax = work_[best];
-  if (wmax == kNegInf) return best;  // every logit -inf / NaN: nothing to draw from
+  if (wmax == kNegInf) return -1;  // every logit -inf / NaN: nothing to draw from
 
   // 3 + 5. Temperature and (unnormalized) softmax: p = exp((l - max) / T), so
   // the best token has p = 1 exactly. Division (not × 1/T) keeps T → 0 sane.
@@ -108,7 +132,8 @@ int32_t Sampler::sample(const float* logits, std::span<const int32_t> history, c
   for (int i = 0; i < m; ++i) z += w[idx_[i]];
   m = top_p(m, &z, &sorted);  // 6.
   m = min_p(m, &z);           // 7.
-  return draw(m, z, best);    // 8.
+  *zp = z;
+  return m;
 }
 
 // Copy into work_, mapping NaN to -inf and +inf to the largest float (so

@@ -103,6 +103,16 @@ class Sampler {
   // for this call only (e.g. end-of-generation on the first token). The
   // result is never a masked id unless every id is masked. Never allocates.
   int32_t sample(const float* logits, std::span<const int32_t> history, const TokenMask* extra = nullptr);
+  // The same choice where `draft` was proposed (a drafted token whose pass
+  // computed these logits): speculative sampling's rule for a draft that is
+  // one token for sure. `draft` is taken with its probability p(draft) under
+  // the distribution sample() draws from; otherwise the draw is from that
+  // distribution without it, renormalised. The result is distributed exactly
+  // as sample()'s (p(d) for d; (1 - p(d)) · p(x) / (1 - p(d)) = p(x) for any
+  // other x), so drafting changes the draws made, never their distribution.
+  // Greedy: the arg-max, as sample().
+  int32_t sample_given_draft(const float* logits, std::span<const int32_t> history, int32_t draft,
+                             const TokenMask* extra = nullptr);
 
   // Ids never sampled by any call (see continuation_masks()); empty by default.
   void set_mask(TokenMask mask) { mask_ = std::move(mask); }
@@ -115,6 +125,10 @@ class Sampler {
   int n_vocab() const { return n_vocab_; }
 
  private:
+  // Steps 1-7 of sample(): the candidates idx_[0, m) with weights work_ (sum
+  // *z); -1 when the choice is *best without a draw (greedy, or nothing to draw from).
+  int candidates(const float* logits, std::span<const int32_t> history, const TokenMask* extra, double* z,
+                 int32_t* best);
   // The steps of sample(), in order; work_ / idx_ carry the state between them.
   void load_logits(const float* logits, const TokenMask* extra);
   void apply_repetition_penalty(std::span<const int32_t> history);

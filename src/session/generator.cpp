@@ -162,7 +162,8 @@ Status Generator::run(DecodeTarget& target, std::span<const int32_t> prompt, Sam
           out->stop = StopReason::kDeadline;
           break;
         }
-        if (Status st = feed_step(target, base + i, prev, greedy || !heal_left.empty(), opt.max_tokens - i - 1, opt, out);
+        const bool may_draft = greedy || !heal_left.empty() || opt.draft_sampled;
+        if (Status st = feed_step(target, base + i, prev, may_draft, opt.max_tokens - i - 1, opt, out);
             !st.ok())
           return Status(st.code(), fmt::format("decode step {}: {}", i, st.message()));
         last_step_ms_ = ms_since(now);
@@ -170,8 +171,14 @@ Status Generator::run(DecodeTarget& target, std::span<const int32_t> prompt, Sam
         if (opt.drafter) opt.drafter->observe_pass(draft_pending() ? static_cast<int>(draft_.size()) : 1, last_step_ms_);
         lg = target.logits_at(base + i);
       }
-      id = !heal_left.empty() && tok_ ? pick_healed(lg, heal_left)
-                                      : smp.sample(lg, history_, i == 0 && opt.never_empty ? &masks_.eog : nullptr);
+      const TokenMask* extra = i == 0 && opt.never_empty ? &masks_.eog : nullptr;
+      if (!heal_left.empty() && tok_) {
+        id = pick_healed(lg, heal_left);
+      } else if (draft_pending() && !greedy) {
+        id = smp.sample_given_draft(lg, history_, draft_[draft_next_], extra);
+      } else {
+        id = smp.sample(lg, history_, extra);
+      }
       if (id < 0) {
         out->stop = StopReason::kNothingAllowed;
         break;

@@ -125,9 +125,14 @@ struct GenerateOptions {
   std::optional<std::chrono::steady_clock::time_point> deadline;
   const std::atomic<bool>* cancel = nullptr;
   // Proposes tokens for multi-token passes (nullptr: one token a pass).
-  // Used while the choice is greedy (or healing's): a sampled choice is not
-  // the same draw when the logits come from a drafting pass.
+  // Used while the choice is greedy (or healing's), and for sampled choices
+  // with draft_sampled: then a step with a drafted token chooses by
+  // speculative sampling's rule (Sampler::sample_given_draft), which keeps
+  // the distribution but not the draws: the output then depends on what
+  // was drafted, so a session (whose sampled suggestion must be a function
+  // of its text and options) leaves it off.
   Drafter* drafter = nullptr;
+  bool draft_sampled = false;
   // Drafted tokens already fed after the prompt, unchecked (a draft the
   // prompt's own pass computed: Reuse::prefill); needs `drafter`.
   std::span<const int32_t> drafted;
