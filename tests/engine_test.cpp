@@ -99,7 +99,7 @@ TEST(EngineApi, SmallPassesGiveEachRowTheBitsOfADecodeStep) {
   for (const char* isa : {"scalar", "avx2", "avx512"}) {
     cpu::Isa parsed;
     if (!cpu::parse_isa(isa, &parsed) || !cpu::isa_supported(parsed)) continue;
-    for (size_t fi = 0; fi < files.size(); fi += static_cast<size_t>(sanitizer_stride())) {  // ASan: every 4th file
+    for (size_t fi = 0; fi < files.size(); fi += static_cast<size_t>(test::sanitizer_stride())) {  // ASan: every 4th file
       const std::string& f = files[fi];
       SCOPED_TRACE(std::string(isa) + " " + f);
       auto m = Model::load(f);
