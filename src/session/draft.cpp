@@ -58,7 +58,8 @@ int SharedDrafts::lookup(std::span<const int32_t> context, int max, int32_t* out
 
 // 16K slots each (~0.9 MB a session): a window of a few thousand tokens
 // fits with few collisions.
-DocumentDrafter::DocumentDrafter(DraftOptions opt) : opt_(opt), doc3_(3, size_t{1} << 14), doc2_(2, size_t{1} << 14) {
+DocumentDrafter::DocumentDrafter(DraftOptions opt)
+    : opt_(opt), doc3_(3, size_t{1} << 14), doc2_(2, size_t{1} << 14), doc1_(1, size_t{1} << 13) {
   reset(nullptr);
 }
 
@@ -77,6 +78,7 @@ constexpr int kExploreEvery = 16;
 void DocumentDrafter::reset(std::shared_ptr<SharedDrafts> shared) {
   doc3_.clear();
   doc2_.clear();
+  doc1_.clear();
   last_prompt_.clear();
   shared_ = std::move(shared);
   for (auto& place : taken_) std::fill(std::begin(place), std::end(place), kPriorTaken);
@@ -95,6 +97,7 @@ void DocumentDrafter::observe_prompt(std::span<const int32_t> prompt) {
   last_prompt_.assign(prompt.begin(), prompt.end());
   doc3_.add(prompt, doc3_.refresh_from(computed));
   doc2_.add(prompt, doc2_.refresh_from(computed));
+  doc1_.add(prompt, doc1_.refresh_from(computed));
   if (shared_) shared_->add(prompt, doc3_.refresh_from(computed));
 }
 
@@ -105,6 +108,7 @@ void DocumentDrafter::observe_output(std::span<const int32_t> prompt, std::span<
   joined_.insert(joined_.end(), tokens.begin(), tokens.end());
   doc3_.add(joined_);
   doc2_.add(joined_);
+  doc1_.add(joined_);
   if (shared_) shared_->add(joined_, 0);
 }
 
@@ -125,7 +129,8 @@ int DocumentDrafter::best_length(double p, int max) const {
 }
 
 // The document's own 3-gram first (the most specific), then the other open
-// documents', then the document's 2-gram.
+// documents', then the document's 2-gram and 1-gram (whether a source's
+// drafts are proposed at all is its record's and the cost's to say).
 int DocumentDrafter::propose_at_prompt(std::span<const int32_t> context, int max, int32_t* out) {
   return lookup(context, max, out, 1);
 }
@@ -142,12 +147,14 @@ int DocumentDrafter::lookup(std::span<const int32_t> context, int max, int32_t* 
   // (the default model's 128-token suggestions often do).
   doc3_.add(context, doc3_.refresh_from(live_));
   doc2_.add(context, doc2_.refresh_from(live_));
+  doc1_.add(context, doc1_.refresh_from(live_));
   live_ = context.size();
   const int want = std::min(max, opt_.max_tokens);
   int n = doc3_.lookup(context, want, out);
   last_ = kDoc3;
   if (n == 0 && shared_) n = shared_->lookup(context, want, out), last_ = kShared;
   if (n == 0) n = doc2_.lookup(context, want, out), last_ = kDoc2;
+  if (n == 0) n = doc1_.lookup(context, want, out), last_ = kDoc1;
   if (n == 0) return 0;
   int k = best_length(taken_[place_][last_], n);
   if (k == 0 && ++declined_ >= kExploreEvery) k = std::min(n, 2);

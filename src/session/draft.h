@@ -16,7 +16,7 @@
 // DocumentDrafter, a session's, looks in its own document first (the prompt
 // holds the text before and after the cursor), then in a table shared by the
 // sessions of one model (other open documents), then at the document's
-// 2-grams. How many tokens it proposes weighs what a draft gains against
+// 2-grams and 1-grams. How many tokens it proposes weighs what a draft gains against
 // what it costs, both measured as it goes: per source, the chance that a
 // drafted token is taken (its recent record); per pass, the time of one
 // token and of each drafted token more. A draft of k tokens yields
@@ -120,10 +120,10 @@ class DocumentDrafter final : public Drafter {
   double extra_ms() const { return extra_ms_; }
 
  private:
-  enum Source { kDoc3, kShared, kDoc2, kSources };
+  enum Source { kDoc3, kShared, kDoc2, kDoc1, kSources };
   int lookup(std::span<const int32_t> context, int max, int32_t* out, int place);
   DraftOptions opt_;
-  NgramTable doc3_, doc2_;  // keyed by the last 3 / 2 tokens
+  NgramTable doc3_, doc2_, doc1_;  // keyed by the last 3 / 2 / 1 tokens
   std::shared_ptr<SharedDrafts> shared_;
   // Per place (0: in the generation, 1: at the prompt) and source: the
   // recent chance that a drafted token is taken.

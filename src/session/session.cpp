@@ -188,8 +188,10 @@ std::span<const int32_t> Session::draft_after_prompt(const SuggestOptions& opt) 
   const auto before = std::span<const int32_t>(prompt_.ids).first(std::min(prompt_.prefix_end, prompt_.ids.size()));
   drafter_.begin();
   prompt_draft_.resize(static_cast<size_t>(std::min(opt.max_tokens - 1, opts_.draft_max_tokens)));
-  const int k = drafter_.propose_at_prompt(before.last(std::min<size_t>(before.size(), 8)), static_cast<int>(prompt_draft_.size()),
-                                 prompt_draft_.data());
+  int k = drafter_.propose_at_prompt(before.last(std::min<size_t>(before.size(), 8)), static_cast<int>(prompt_draft_.size()),
+                                     prompt_draft_.data());
+  // Healing: a first token that cannot start with the healed bytes is sure to be rejected.
+  if (k > 0 && !heal_allows(tok_->token_bytes(prompt_draft_[0]), prompt_.heal)) k = 0;
   return std::span<const int32_t>(prompt_draft_).first(static_cast<size_t>(std::max(k, 0)));
 }
 

@@ -347,6 +347,10 @@ void q8_tokens(const PackedMatrix& m, int64_t g, const QuantizedX* xs, float* y,
   __m512 acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < m.nb; ++b) {
+    if (b % 2 == 0) {  // the matvec's prefetch distance: a pass of a few tokens streams the weights as decode does
+      const char* pf = reinterpret_cast<const char*>(gp + q8_scales_at(b) + kQ8PrefetchBytes);
+      for (int l = 0; l < 17; ++l) _mm_prefetch(pf + l * 64, _MM_HINT_T0);
+    }
     const uint8_t* qb = gp + q8_quants_at(b);
     __m512i h[NT], l[NT];
     for (int t = 0; t < NT; ++t) h[t] = l[t] = _mm512_setzero_si512();
