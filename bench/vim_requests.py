@@ -7,12 +7,13 @@
 Starts two `laya serve` processes on free ports, one with --draft 0 and one with --draft N, and
 plays each trace: after every --every-th event it sends the request llama.vim (a1c8e6e, its
 defaults) sends when its own cache misses, to both servers, the order alternating from request
-to request so that neither gets the quieter moments: POST /infill with input_prefix = the lines
+to request so that neither gets the quieter moments: POST /infill with id_slot 0, input_prefix = the lines
 before the cursor's line (at most 256), prompt = the cursor's line up to the cursor,
 input_suffix = the rest of that line and the lines after it (at most 64), input_extra [],
 n_predict 128, n_indent = the line's indentation, top_k 40, top_p 0.90, samplers
 [top_k, top_p, infill], t_max_prompt_ms 500, t_max_predict_ms 1000, cache_prompt, no stream
-(llama.vim shows a suggestion once it is complete).
+(llama.vim shows a suggestion once it is complete), and llama.vim's response_fields with laya's
+timings/passes, draft_n and draft_n_accepted appended.
 
 Reports per trace and overall, for each server: the time to the complete suggestion (client
 side: request sent -> response read) p50 / p90 / p99 / max, forward passes of the generation
@@ -70,13 +71,15 @@ def vim_body(doc, cursor, n_predict):
     indent = len(line) - len(line.lstrip(" \t"))
     prefix = "".join(l + "\n" for l in before[-256:])
     suffix = line[cursor - line_start:] + "\n" + "".join(l + "\n" for l in after[:64])
-    return {"input_prefix": prefix, "input_suffix": suffix, "input_extra": [], "prompt": line[:cursor - line_start],
+    return {"id_slot": 0, "input_prefix": prefix, "input_suffix": suffix, "input_extra": [], "prompt": line[:cursor - line_start],
             "n_predict": n_predict, "stop": [], "n_indent": indent, "top_k": 40, "top_p": 0.90,
             "samplers": ["top_k", "top_p", "infill"], "stream": False, "cache_prompt": True,
             "t_max_prompt_ms": 500, "t_max_predict_ms": 1000,
-            "response_fields": ["content", "timings/prompt_n", "timings/predicted_n", "timings/predicted_ms",
-                                "timings/passes", "timings/draft_n", "timings/draft_n_accepted", "truncated",
-                                "tokens_cached"]}
+            # llama.vim's list, then laya's passes and drafted counts (read for the report; computing is the same)
+            "response_fields": ["content", "timings/prompt_n", "timings/prompt_ms", "timings/prompt_per_token_ms",
+                                "timings/prompt_per_second", "timings/predicted_n", "timings/predicted_ms",
+                                "timings/predicted_per_token_ms", "timings/predicted_per_second", "truncated",
+                                "tokens_cached", "timings/passes", "timings/draft_n", "timings/draft_n_accepted"]}
 
 
 def post(conn, body):
