@@ -4,6 +4,9 @@
 // they read, and suggestions equal to a Session's on the same text.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+
 #include <httplib.h>
 
 #include <algorithm>
@@ -261,6 +264,49 @@ TEST(ServerHttp, LlamaVimBodyGetsTheFieldsItReads) {
   std::string want = direct(E, doc + suffix, doc.size(), 8);
   (void)apply_stops(&want, {}, 4);
   EXPECT_EQ(j["content"].get<std::string>(), want);
+}
+
+// --log-json: one object per request with what the suggestion cost; a bad
+// request is logged too, with its status; an unwritable path is refused.
+TEST(ServerHttp, RequestLogSaysWhatEachRequestCost) {
+  REQUIRE_ENV();
+  const std::string path = ::testing::TempDir() + "laya_request_log.jsonl";
+  std::remove(path.c_str());
+  {
+    HttpOptions ho;
+    ho.log_json = path;
+    LiveServer srv(E, ho);
+    auto cli = srv.client();
+    const std::string prefix = "def area(r):\n", middle = "    return 3.14", suffix = "\n";
+    for (int i = 0; i < 2; ++i) {
+      auto res = cli.Post("/infill", llama_vim_body(prefix, middle, suffix).dump(), "application/json");
+      ASSERT_TRUE(res);
+      ASSERT_EQ(res->status, 200) << res->body;
+    }
+    auto bad = cli.Post("/infill", "{\"n_predict\": \"x\"}", "application/json");
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, 400);
+  }
+  std::ifstream in(path);
+  std::vector<json> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(json::parse(l));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0]["path"], "/infill");
+  EXPECT_EQ(lines[0]["status"], 200);
+  EXPECT_EQ(lines[0]["outcome"], "ok");
+  EXPECT_TRUE(lines[0]["new_document"].get<bool>());
+  EXPECT_GT(lines[0]["tokens_computed"].get<int64_t>(), 0);
+  EXPECT_GE(lines[0]["passes"].get<int64_t>(), 1);
+  EXPECT_FALSE(lines[1]["new_document"].get<bool>());  // the same document again: its session
+  EXPECT_EQ(lines[1]["document"], lines[0]["document"]);
+  EXPECT_GT(lines[1]["tokens_reused"].get<int64_t>(), 0);
+  EXPECT_EQ(lines[2]["status"], 400);
+  EXPECT_EQ(lines[2]["outcome"], "error");
+  EXPECT_FALSE(lines[2].contains("document"));
+  std::remove(path.c_str());
+  auto refused = RequestLog::open(false, "/nonexistent-dir/log.jsonl");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("/nonexistent-dir/log.jsonl"), std::string::npos);
 }
 
 TEST(ServerHttp, LlamaVscodeBodyAndOpenAiCompletionEqualASession) {

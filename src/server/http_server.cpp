@@ -67,6 +67,12 @@ HttpServer::HttpServer(ServerSessions& sessions, const HttpOptions& opt)
 HttpServer::~HttpServer() { stop(); }
 
 Status HttpServer::bind() {
+  if (opt_.log_requests || !opt_.log_json.empty()) {
+    LAYA_ASSIGN_OR_RETURN(log_, RequestLog::open(opt_.log_requests, opt_.log_json));
+    svr_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+      log_->write(req.method, req.path, res.status, req.remote_addr, request_note());
+    });
+  }
   if (opt_.port == 0) {
     port_ = svr_->bind_to_any_port(opt_.host);
   } else {
@@ -158,6 +164,8 @@ void HttpServer::admin_model(const httplib::Request& req, httplib::Response& res
 
 void HttpServer::routes() {
   svr_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    request_note() = RequestNote{};
+    request_note().start = std::chrono::steady_clock::now();
     if (req.path == "/health" || authorized(req)) return httplib::Server::HandlerResponse::Unhandled;
     error(res, 401, "missing or wrong API key (send \"Authorization: Bearer KEY\")", "auth");
     return httplib::Server::HandlerResponse::Handled;

@@ -26,6 +26,7 @@
 
 #include "core/status.h"
 #include "server/metrics.h"
+#include "server/request_log.h"
 #include "server/requests.h"
 #include "server/server_sessions.h"
 
@@ -45,6 +46,10 @@ struct HttpOptions {
   int read_timeout_s = 30, write_timeout_s = 30;
   int64_t default_predict = 32;  // tokens when a request gives no (or a negative) n_predict
   RequestLimits limits;
+  // The request log (request_log.h): a line per request on stderr, and/or
+  // JSON lines appended to this file. Both off by default.
+  bool log_requests = false;
+  std::string log_json;
 };
 
 class HttpServer {
@@ -83,6 +88,7 @@ class HttpServer {
   std::unique_ptr<httplib::Server> svr_;
   int port_ = -1;
   ServerMetrics metrics_;
+  std::unique_ptr<RequestLog> log_;  // null: no request log
   std::atomic<uint64_t> next_id_{1};
   std::atomic<int64_t> swaps_failed_{0};
 };

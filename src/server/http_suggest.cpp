@@ -45,6 +45,7 @@ Result<Outcome> run_suggestion(ServerSessions& sessions, const std::optional<std
   if (!r.ok()) return r.status();
   Outcome o;
   o.served = std::move(r).value();
+  request_note().note(o.served.suggestion, o.served.session_index, o.served.new_session, o.served.superseded);
   o.content = o.served.suggestion.text;
   const bool cut_by_stop = apply_stops(&o.content, stop, n_indent) || stream.stopped();
   if (!o.served.superseded) stream.finish_with(o.served.suggestion.text);

@@ -60,6 +60,10 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--fim", fim, "fill-in-the-middle prompt order where the model has FIM tokens: psm, spm or off")
       ->check(CLI::IsMember({"psm", "spm", "off"}));
   app.add_flag("--no-heal", no_heal, "no token healing");
+  app.add_flag("-v,--verbose", ho.log_requests,
+               "a line per request on stderr: route, status, document, tokens reused / computed / generated, passes, "
+               "ms, outcome");
+  app.add_option("--log-json", ho.log_json, "append the same as one JSON object per request to this file");
   int draft = SessionOptions{}.draft_max_tokens;
   app.add_option("--draft", draft,
                  "most tokens drafted from the text and checked in one forward pass (0: off; the suggestions are the "
