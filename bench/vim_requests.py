@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""llama.vim's long suggestions against `laya serve`, drafting off and on, in one run.
+"""llama.vim's long suggestions against two `laya serve` configurations in one run (default: drafting off / on).
 
-  bench/vim_requests.py LAYA_BINARY MODEL TRACE.jsonl... [--every 10] [--threads 2] [--draft 8]
+  bench/vim_requests.py LAYA_BINARY MODEL TRACE.jsonl... [--every 10] [--threads 2] [--a-args="--draft 0"] [--b-args="--draft 8"]
                         [--n-predict 128] [--json out.json]
 
-Starts two `laya serve` processes on free ports, one with --draft 0 and one with --draft N, and
-plays each trace: after every --every-th event it sends the request llama.vim (a1c8e6e, its
+Starts two `laya serve` processes on free ports, A and B (their options --a-args / --b-args:
+by default --draft 0 and --draft 8; `--a-args=--keep-repeated-lines --b-args= --texts-may-differ`
+measures the repeated-line rule instead), and plays each trace: after every --every-th event it sends the request llama.vim (a1c8e6e, its
 defaults) sends when its own cache misses, to both servers, the order alternating from request
 to request so that neither gets the quieter moments: POST /infill with id_slot 0, input_prefix = the lines
 before the cursor's line (at most 256), prompt = the cursor's line up to the cursor,
@@ -17,9 +18,9 @@ timings/passes, draft_n and draft_n_accepted appended.
 
 Reports per trace and overall, for each server: the time to the complete suggestion (client
 side: request sent -> response read) p50 / p90 / p99 / max, forward passes of the generation
-per request (timings.passes) mean and p50, drafted / accepted tokens, and whether the two servers
-answered every request with the same text (they must: drafting changes the passes, not the
-output). Both servers run with --awake-ms 0, so that neither one's idle workers spin on the cores
+per request (timings.passes) mean and p50, drafted / accepted tokens, multi-line suggestions and
+those that show a (non-blank) line twice, and whether the two servers answered every request with
+the same text (for drafting they must: it changes the passes, not the output). Both servers run with --awake-ms 0, so that neither one's idle workers spin on the cores
 the other is computing on. Exit 1 on an error or a different text. Python 3 standard library only.
 """
 import argparse
@@ -41,13 +42,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_server(laya, model, threads, draft):
+def start_server(laya, model, threads, args):
     port = free_port()
     # --awake-ms 0: a server's workers otherwise spin for 300 ms after its answer, on the cores the
     # other server is computing on now (measured: +10-15 % on whichever answered second).
-    p = subprocess.Popen([laya, "serve", "-m", model, "-t", str(threads), "--port", str(port), "--draft", str(draft),
-                          "--awake-ms", "0"],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen([laya, "serve", "-m", model, "-t", str(threads), "--port", str(port), "--awake-ms", "0"]
+                         + args.split(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     for _ in range(600):
         try:
             c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
@@ -57,8 +57,8 @@ def start_server(laya, model, threads, draft):
         except OSError:
             time.sleep(0.05)
         if p.poll() is not None:
-            sys.exit(f"laya serve --draft {draft} exited: {p.stderr.read().decode(errors='replace')}")
-    sys.exit(f"laya serve --draft {draft} did not answer /health")
+            sys.exit(f"laya serve {args} exited: {p.stderr.read().decode(errors='replace')}")
+    sys.exit(f"laya serve {args} did not answer /health")
 
 
 def vim_body(doc, cursor, n_predict):
@@ -94,15 +94,24 @@ def post(conn, body):
     return ms, json.loads(raw)
 
 
+def repeats_a_line(text):
+    """A multi-line suggestion showing the same (non-blank) line twice, spaces at either end aside."""
+    lines = [l.strip() for l in text.split("\n")[1:]]
+    lines = [l for l in lines if l]
+    return len(lines) != len(set(lines))
+
+
 def summary(rows):
     ms = [r[0] for r in rows]
+    multi = [r for r in rows if "\n" in r[1].get("content", "")]
     passes = [r[1].get("timings/passes", 0) for r in rows]
     return {"requests": len(rows), "ms": {"p50": percentile(ms, 0.5), "p90": percentile(ms, 0.9),
                                           "p99": percentile(ms, 0.99), "max": max(ms) if ms else 0},
             "passes": {"p50": percentile(passes, 0.5), "mean": sum(passes) / len(passes) if passes else 0},
             "predicted_n_mean": sum(r[1].get("timings/predicted_n", 0) for r in rows) / max(len(rows), 1),
             "drafted_tokens": sum(r[1].get("timings/draft_n", 0) for r in rows),
-            "accepted_draft_tokens": sum(r[1].get("timings/draft_n_accepted", 0) for r in rows)}
+            "accepted_draft_tokens": sum(r[1].get("timings/draft_n_accepted", 0) for r in rows),
+            "multi_line": len(multi), "repeated_line": sum(repeats_a_line(r[1]["content"]) for r in multi)}
 
 
 def main():
@@ -112,14 +121,19 @@ def main():
     ap.add_argument("traces", nargs="+")
     ap.add_argument("--every", type=int, default=10)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--draft", type=int, default=8)
+    ap.add_argument("--a-args", default="--draft 0", help="the first server's laya serve options")
+    ap.add_argument("--b-args", default="--draft 8", help="the second server's")
+    ap.add_argument("--texts-may-differ", action="store_true",
+                    help="the two servers' texts may differ (e.g. --keep-repeated-lines against the default)")
     ap.add_argument("--n-predict", type=int, default=128)
     ap.add_argument("--json")
     a = ap.parse_args()
-    servers = [start_server(a.laya, a.model, a.threads, 0), start_server(a.laya, a.model, a.threads, a.draft)]
-    names = ["draft_off", f"draft_{a.draft}"]
+    servers = [start_server(a.laya, a.model, a.threads, a.a_args), start_server(a.laya, a.model, a.threads, a.b_args)]
+    names = ["A", "B"]
+    result_names = {"A": a.a_args, "B": a.b_args}
     conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=120) for _, port in servers]
-    result, all_rows, differ = {"traces": {}}, [[], []], 0
+    result, all_rows, differ = {"traces": {}, "servers": None}, [[], []], 0
+    result["servers"] = result_names
     try:
         k = 0
         for path in a.traces:
@@ -152,15 +166,16 @@ def main():
         print(name)
         for s in names:
             x = t[s]
-            print(f"  {s:10s} {x['requests']:4d} requests  ms p50 {x['ms']['p50']:.1f} p90 {x['ms']['p90']:.1f} "
+            print(f"  {s} {x['requests']:4d} requests  ms p50 {x['ms']['p50']:.1f} p90 {x['ms']['p90']:.1f} "
                   f"p99 {x['ms']['p99']:.1f} max {x['ms']['max']:.1f}  passes mean {x['passes']['mean']:.1f} "
                   f"p50 {x['passes']['p50']}  tokens {x['predicted_n_mean']:.1f}  drafted {x['drafted_tokens']} "
-                  f"taken {x['accepted_draft_tokens']}")
-    print(f"different texts: {differ}")
+                  f"taken {x['accepted_draft_tokens']}  multi-line {x['multi_line']} with a repeated line "
+                  f"{x['repeated_line']}")
+    print(f"A: laya serve {a.a_args}\nB: laya serve {a.b_args}\ndifferent texts: {differ}")
     if a.json:
         with open(a.json, "w", encoding="utf-8") as f:
             json.dump(result, f, indent=1)
-    return 1 if differ else 0
+    return 1 if differ and not a.texts_may_differ else 0
 
 
 if __name__ == "__main__":

@@ -590,6 +590,38 @@ TEST(Draft, DocumentDrafterProposesWhatPays) {
   EXPECT_EQ(d.propose(ctx, 0, out), 0);
 }
 
+// A suggestion that starts repeating itself ends before the first repeated
+// whole line (its own earlier one, or the line above the cursor), newline
+// included; the first (partial) line and blank lines never count.
+TEST(StopStream, RepeatedLinesEndTheText) {
+  std::string t = "x)\n    install -x\n    run\n    install -x\n    run\n";
+  EXPECT_TRUE(cut_repeated_line(&t, ""));
+  EXPECT_EQ(t, "x)\n    install -x\n    run");
+  t = "a\n  b = 1\n";
+  EXPECT_TRUE(cut_repeated_line(&t, "b = 1  "));  // the line above the cursor's, spaces aside
+  EXPECT_EQ(t, "a");
+  t = "run\nrun\n\n\nx\n";  // the first line is the cursor line's rest: not a whole line
+  EXPECT_FALSE(cut_repeated_line(&t, ""));
+  t = "a\n  y\n  y";  // the last line is not whole yet
+  EXPECT_FALSE(cut_repeated_line(&t, ""));
+  // Streamed: whole lines only are passed on, and the repeat is never shown.
+  std::string shown;
+  const std::function<bool(std::string_view)> sink = [&](std::string_view p) {
+    shown += p;
+    return true;
+  };
+  StopStream s;
+  s.reset(nullptr, 0, StopStream::Sink::of(sink));
+  s.stop_repeated_lines("def f():");
+  bool go = true;
+  for (std::string_view piece : {"x\n", "  a = 1", "\n  b", " = 2\n", "  a = 1\n", "  c\n"})
+    if (go) go = s.push(piece);
+  EXPECT_FALSE(go);
+  EXPECT_TRUE(s.stopped());
+  EXPECT_EQ(shown, "x\n  a = 1\n  b = 2");
+  EXPECT_EQ(s.text(), "x\n  a = 1\n  b = 2");
+}
+
 TEST(StopStream, HoldsBackWhatCouldBecomeAStopString) {
   std::string seen;
   StopStream s;

@@ -50,6 +50,9 @@ struct HttpOptions {
   // JSON lines appended to this file. Both off by default.
   bool log_requests = false;
   std::string log_json;
+  // /infill: keep a suggestion's repeated lines and unfinished last line
+  // (off: cut, see cut_repeated_line).
+  bool keep_repeated_lines = false;
 };
 
 class HttpServer {

@@ -35,11 +35,17 @@ struct Outcome {
 // Runs one suggestion with stop strings and n_indent applied while it streams:
 // `emit` (optional) receives the text as it becomes final — a tail that could
 // still turn into a stop string is held back until it cannot.
+//
+// `line_above` (non-null: /infill, for editors that show a long suggestion
+// whole) turns on the repeated-line rule (cut_repeated_line), and a
+// multi-line suggestion cut by its length loses its unfinished last line.
 Result<Outcome> run_suggestion(ServerSessions& sessions, const std::optional<std::string>& name, std::string_view doc,
                     size_t cursor, const SuggestOptions& so, const std::vector<std::string>& stop, int64_t n_indent,
-                    const std::function<bool(std::string_view)>& emit, Clock::time_point t0) {
+                    const std::function<bool(std::string_view)>& emit, Clock::time_point t0,
+                    const std::string_view* line_above = nullptr) {
   StopStream stream;
   stream.reset(&stop, n_indent, StopStream::Sink::of(emit));
+  if (line_above) stream.stop_repeated_lines(*line_above);
   auto on_piece = [&](std::string_view piece) { return stream.push(piece); };
   auto r = sessions.suggest(name, doc, cursor, so, on_piece);
   if (!r.ok()) return r.status();
@@ -47,7 +53,8 @@ Result<Outcome> run_suggestion(ServerSessions& sessions, const std::optional<std
   o.served = std::move(r).value();
   request_note().note(o.served.suggestion, o.served.session_index, o.served.new_session, o.served.superseded);
   o.content = o.served.suggestion.text;
-  const bool cut_by_stop = apply_stops(&o.content, stop, n_indent) || stream.stopped();
+  bool cut_by_stop = apply_stops(&o.content, stop, n_indent) || stream.stopped();
+  if (line_above) cut_by_stop = cut_repeated_line(&o.content, *line_above) || cut_by_stop;
   if (!o.served.superseded) stream.finish_with(o.served.suggestion.text);
   if (cut_by_stop) {
     o.stop_type = "word";
@@ -55,6 +62,8 @@ Result<Outcome> run_suggestion(ServerSessions& sessions, const std::optional<std
       if (!s.empty() && o.served.suggestion.text.find(s) == o.content.size()) o.stopping_word = s;
   } else if (static_cast<int>(o.served.suggestion.tokens.size()) < so.max_tokens && !o.served.suggestion.cut_by_deadline) {
     o.stop_type = "eos";
+  } else if (line_above && o.content.find('\n') != std::string::npos) {
+    o.content.resize(o.content.rfind('\n'));  // cut by its length mid-line: the whole lines only
   }
   o.request_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   return o;
@@ -135,7 +144,12 @@ void HttpServer::infill(const httplib::Request& req, httplib::Response& res) {
   so.sampling = q.sampling;
   if (q.t_max_predict_ms && *q.t_max_predict_ms > 0)
     so.deadline = std::chrono::duration<double, std::milli>(*q.t_max_predict_ms);
-  auto out = run_suggestion(sessions_, q.session, doc, cursor, so, q.stop, q.n_indent, {}, t0);
+  // The line above the cursor's: the last line of input_prefix.
+  std::string_view above = q.input_prefix;
+  if (!above.empty() && above.back() == '\n') above.remove_suffix(1);
+  above = above.substr(above.rfind('\n') == std::string_view::npos ? 0 : above.rfind('\n') + 1);
+  auto out = run_suggestion(sessions_, q.session, doc, cursor, so, q.stop, q.n_indent, {}, t0,
+                            opt_.keep_repeated_lines ? nullptr : &above);
   if (!out.ok()) {
     const int code = out.status().code() == StatusCode::kInvalidArgument ? 400 : 500;
     return error(res, code, out.status().message(), "/infill");

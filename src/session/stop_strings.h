@@ -20,6 +20,13 @@ namespace laya {
 // (see above); true when it cut.
 bool apply_stops(std::string* text, const std::vector<std::string>& stop, int64_t n_indent);
 
+// A long suggestion that starts repeating itself (seen with llama.vim's 128
+// tokens: the same line a dozen times) ends before the first whole line —
+// one after a newline, ended by a newline — that equals, spaces at either end
+// aside and not empty, an earlier whole line of it or `line_above` (the line
+// above the cursor's); the newline before it goes too. True when it cut.
+bool cut_repeated_line(std::string* text, std::string_view line_above);
+
 class StopStream {
  public:
   // Receives text as it becomes final; false: the reader went away (stop).
@@ -39,6 +46,9 @@ class StopStream {
 
   // Starts a new text (the stop strings are referenced, not copied).
   void reset(const std::vector<std::string>* stop, int64_t n_indent, Sink sink);
+  // After reset: the text also ends before a repeated line (cut_repeated_line;
+  // `line_above` is copied). Text is then passed on a whole line at a time.
+  void stop_repeated_lines(std::string_view line_above);
   // Adds a piece; false when the text has ended (a stop string or the indent
   // rule cut it: stopped() is true; or the sink went away).
   bool push(std::string_view piece);
@@ -58,6 +68,8 @@ class StopStream {
 
   const std::vector<std::string>* stop_ = nullptr;
   int64_t n_indent_ = 0;
+  bool repeats_ = false;
+  std::string line_above_;
   Sink sink_;
   size_t hold_ = 0;
   std::string acc_, cut_;

@@ -64,6 +64,9 @@ int cmd_serve(int argc, char** argv) {
                "a line per request on stderr: route, status, document, tokens reused / computed / generated, passes, "
                "ms, outcome");
   app.add_option("--log-json", ho.log_json, "append the same as one JSON object per request to this file");
+  app.add_flag("--keep-repeated-lines", ho.keep_repeated_lines,
+               "/infill: do not end a suggestion before a line that repeats one of its own or the line above the "
+               "cursor, nor drop a multi-line suggestion's unfinished last line");
   int draft = SessionOptions{}.draft_max_tokens;
   app.add_option("--draft", draft,
                  "most tokens drafted from the text and checked in one forward pass (0: off; the suggestions are the "
