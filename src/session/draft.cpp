@@ -94,6 +94,7 @@ void DocumentDrafter::observe_prompt(std::span<const int32_t> prompt) {
       std::mismatch(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(n), last_prompt_.begin()).first -
       prompt.begin());
   if (computed == prompt.size() && computed == last_prompt_.size()) return;
+  if (last_prompt_.capacity() < prompt.size()) last_prompt_.reserve(2 * prompt.size());
   last_prompt_.assign(prompt.begin(), prompt.end());
   doc3_.add(prompt, doc3_.refresh_from(computed));
   doc2_.add(prompt, doc2_.refresh_from(computed));
@@ -104,6 +105,7 @@ void DocumentDrafter::observe_prompt(std::span<const int32_t> prompt) {
 void DocumentDrafter::observe_output(std::span<const int32_t> prompt, std::span<const int32_t> tokens) {
   if (!opt_.enabled || tokens.empty()) return;
   const size_t tail = std::min<size_t>(prompt.size(), 3);
+  if (joined_.capacity() < tail + tokens.size()) joined_.reserve(2 * (tail + tokens.size()));
   joined_.assign(prompt.end() - static_cast<std::ptrdiff_t>(tail), prompt.end());
   joined_.insert(joined_.end(), tokens.begin(), tokens.end());
   doc3_.add(joined_);

@@ -95,6 +95,8 @@ class DocumentDrafter final : public Drafter {
   explicit DocumentDrafter(DraftOptions opt = {});
   // Another model (a hot swap): token ids mean other things now.
   void reset(std::shared_ptr<SharedDrafts> shared);
+  // Room for prompts of up to n tokens (no allocation while observing them).
+  void reserve(size_t n) { last_prompt_.reserve(n); }
 
   // A keystroke's prompt: the n-grams that reach into what changed since the
   // last one are recorded.

@@ -125,6 +125,8 @@ Status Generator::run(DecodeTarget& target, std::span<const int32_t> prompt, Sam
   history_.clear();
   if (need_history) history_.assign(prompt.begin(), prompt.end());
   const std::span<const int32_t> before = opt.draft_context.empty() ? prompt : opt.draft_context;
+  context_.reserve(8 + static_cast<size_t>(std::max<int64_t>(opt.max_tokens, 0)) + 1);
+  draft_.reserve(static_cast<size_t>(std::max<int64_t>(target.max_feed(), 1)) + 1);
   context_.assign(before.end() - static_cast<std::ptrdiff_t>(std::min<size_t>(before.size(), 8)), before.end());
   draft_.clear();
   draft_next_ = 0;

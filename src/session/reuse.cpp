@@ -18,6 +18,7 @@ void Reuse::rebind(Engine& eng, const tok::Tokenizer& tok, std::unique_ptr<Seque
   first_logits_ = nullptr;
   chain_.clear();
   rows_n_ = 0;
+  reserve_rows(max_rows_);  // the new model's vocabulary
   adopt_cached_ = true;
 }
 
@@ -127,7 +128,7 @@ Status Reuse::prefill(std::span<const int32_t> prompt, const std::atomic<bool>& 
   }
   if (static_cast<int64_t>(common) < saved_at_) saved_at_ = -1;  // the prefill cuts what the saved logits followed
   const std::span<const int32_t> rest = prompt.subspan(common);
-  const int64_t small = std::min(eng_->backend().exact_rows(), eng_->options().n_batch);
+  const int64_t small = std::min({eng_->backend().exact_rows(), eng_->options().n_batch, max_rows_});
   const auto n_draft = static_cast<int64_t>(std::min<size_t>(
       draft.size(), static_cast<size_t>(std::max<int64_t>(0, seq_->n_ctx() - static_cast<int64_t>(prompt.size())))));
   Status st;
@@ -161,6 +162,14 @@ Status Reuse::prefill(std::span<const int32_t> prompt, const std::atomic<bool>& 
   saved_at_ = static_cast<int64_t>(prompt.size());
   if (r->drafted > 0) first_logits_ = saved_logits_.data();
   return Status::Ok();
+}
+
+void Reuse::reserve_rows(int64_t n) {
+  max_rows_ = std::max<int64_t>(n, 1);
+  if (max_rows_ > 1) {
+    rows_.reserve(static_cast<size_t>(max_rows_ * eng_->n_vocab()));
+    pass_.reserve(static_cast<size_t>(max_rows_));
+  }
 }
 
 // Logits kept for a longer prefix are stale after a cut.

@@ -49,6 +49,12 @@ Session::Session(Engine& engine, const tok::Tokenizer& tokenizer, const SessionO
                  continuation_masks(tokenizer, static_cast<int>(engine.n_vocab()), engine.hparams().eos_id)),
       drafter_(DraftOptions{options.draft, options.draft_max_tokens}) {
   if (opts_.heal) (void)tok_->prefix_index();  // built now, not on the first keystroke (the slot built it already)
+  // Drafting's buffers at their working size now: no keystroke allocates.
+  if (opts_.draft) {
+    reuse_.reserve_rows(opts_.draft_max_tokens + 1);
+    drafter_.reserve(static_cast<size_t>(reuse_.n_ctx()));
+    prompt_draft_.reserve(static_cast<size_t>(opts_.draft_max_tokens));
+  }
 }
 
 Session::Session(ModelSlot& slot, const SessionOptions& options) : Session(slot.current(), &slot, options) {}

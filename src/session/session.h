@@ -6,9 +6,12 @@
 //   Reuse          the sequence, saved logits and the last greedy chain: what
 //                  the prompt costs (typing through a suggestion: nothing)
 //   Generator      the decode loop (the same one chat and `laya complete` run)
+//   DocumentDrafter tokens proposed from the text, checked several to a pass
+//                  by the generator (draft.h): fewer passes, the same output
 //
 // Every suggestion equals a fresh session's: reuse is taken only where it
-// provably gives what a fresh computation gives (reuse.h).
+// provably gives what a fresh computation gives (reuse.h), and a drafted
+// token only where the model's own choice equals it.
 //
 // Threading: edit / set_text / move / accept / suggest are serialised by a
 // mutex; suggest holds it for its whole run. cancel() may be called from any
