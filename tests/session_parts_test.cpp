@@ -548,7 +548,7 @@ TEST(Draft, NgramTableProposesWhatFollowedTheLatestOccurrence) {
 // measured cost: long drafts where passes are memory-bound and drafts are
 // taken, none where a drafted token costs most of a pass or drafts fail.
 TEST(Draft, DocumentDrafterProposesWhatPays) {
-  DocumentDrafter d(DraftOptions{true, 8});
+  DocumentDrafter d(8);
   std::vector<int32_t> doc;
   for (int r = 0; r < 4; ++r)
     for (int32_t id = 10; id < 40; ++id) doc.push_back(id);
@@ -584,7 +584,7 @@ TEST(Draft, DocumentDrafterProposesWhatPays) {
   int proposed = 0;
   for (int i = 0; i < 32; ++i) proposed += d.propose(ctx, 16, out) > 0;
   EXPECT_EQ(proposed, 2);
-  DocumentDrafter off(DraftOptions{false, 8});
+  DocumentDrafter off(0);
   off.observe_prompt(doc);
   EXPECT_EQ(off.propose(ctx, 16, out), 0);
   EXPECT_EQ(d.propose(ctx, 0, out), 0);

@@ -23,7 +23,7 @@ void RequestNote::note(const Suggestion& s, size_t doc, bool created, bool was_s
   reused = s.timings.tokens_reused;
   computed = s.timings.tokens_computed;
   generated = static_cast<int64_t>(s.tokens.size());
-  passes = (computed > 0 ? 1 : 0) + static_cast<int64_t>(s.timings.decode_ms.size());
+  passes = s.timings.passes();
   drafted = s.timings.drafted_tokens;
   taken = s.timings.accepted_draft_tokens;
   typed_through = s.typed_through;

@@ -58,8 +58,8 @@ int SharedDrafts::lookup(std::span<const int32_t> context, int max, int32_t* out
 
 // 16K slots each (~0.9 MB a session): a window of a few thousand tokens
 // fits with few collisions.
-DocumentDrafter::DocumentDrafter(DraftOptions opt)
-    : opt_(opt), doc3_(3, size_t{1} << 14), doc2_(2, size_t{1} << 14), doc1_(1, size_t{1} << 13) {
+DocumentDrafter::DocumentDrafter(int max_tokens)
+    : max_tokens_(std::max(max_tokens, 0)), doc3_(3, size_t{1} << 14), doc2_(2, size_t{1} << 14), doc1_(1, size_t{1} << 13) {
   reset(nullptr);
 }
 
@@ -88,7 +88,7 @@ void DocumentDrafter::reset(std::shared_ptr<SharedDrafts> shared) {
 }
 
 void DocumentDrafter::observe_prompt(std::span<const int32_t> prompt) {
-  if (!opt_.enabled) return;
+  if (max_tokens_ == 0) return;
   const size_t n = std::min(prompt.size(), last_prompt_.size());
   const auto computed = static_cast<size_t>(
       std::mismatch(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(n), last_prompt_.begin()).first -
@@ -103,7 +103,7 @@ void DocumentDrafter::observe_prompt(std::span<const int32_t> prompt) {
 }
 
 void DocumentDrafter::observe_output(std::span<const int32_t> prompt, std::span<const int32_t> tokens) {
-  if (!opt_.enabled || tokens.empty()) return;
+  if (max_tokens_ == 0 || tokens.empty()) return;
   const size_t tail = std::min<size_t>(prompt.size(), 3);
   if (joined_.capacity() < tail + tokens.size()) joined_.reserve(2 * (tail + tokens.size()));
   joined_.assign(prompt.end() - static_cast<std::ptrdiff_t>(tail), prompt.end());
@@ -142,7 +142,7 @@ int DocumentDrafter::propose(std::span<const int32_t> context, int max, int32_t*
 }
 
 int DocumentDrafter::lookup(std::span<const int32_t> context, int max, int32_t* out, int place) {
-  if (!opt_.enabled || max <= 0) return 0;
+  if (max_tokens_ == 0 || max <= 0) return 0;
   place_ = place;
   // The generation so far joins the document's tables as it grows: a model
   // that repeats a line of its own output is drafted from the first copy
@@ -151,7 +151,7 @@ int DocumentDrafter::lookup(std::span<const int32_t> context, int max, int32_t* 
   doc2_.add(context, doc2_.refresh_from(live_));
   doc1_.add(context, doc1_.refresh_from(live_));
   live_ = context.size();
-  const int want = std::min(max, opt_.max_tokens);
+  const int want = std::min(max, max_tokens_);
   int n = doc3_.lookup(context, want, out);
   last_ = kDoc3;
   if (n == 0 && shared_) n = shared_->lookup(context, want, out), last_ = kShared;

@@ -85,14 +85,10 @@ class SharedDrafts {
   NgramTable table_;
 };
 
-struct DraftOptions {
-  bool enabled = true;
-  int max_tokens = 8;  // the most proposed at once (the pass verifies one more row)
-};
-
 class DocumentDrafter final : public Drafter {
  public:
-  explicit DocumentDrafter(DraftOptions opt = {});
+  // At most max_tokens proposed at once (the pass checks one row more); 0: none.
+  explicit DocumentDrafter(int max_tokens = 8);
   // Another model (a hot swap): token ids mean other things now.
   void reset(std::shared_ptr<SharedDrafts> shared);
   // Room for prompts of up to n tokens (no allocation while observing them).
@@ -124,7 +120,7 @@ class DocumentDrafter final : public Drafter {
  private:
   enum Source { kDoc3, kShared, kDoc2, kDoc1, kSources };
   int lookup(std::span<const int32_t> context, int max, int32_t* out, int place);
-  DraftOptions opt_;
+  int max_tokens_;
   NgramTable doc3_, doc2_, doc1_;  // keyed by the last 3 / 2 / 1 tokens
   std::shared_ptr<SharedDrafts> shared_;
   // Per place (0: in the generation, 1: at the prompt) and source: the

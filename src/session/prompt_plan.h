@@ -55,8 +55,8 @@ struct SessionOptions {
   int64_t context_tokens = 0;
   // Drafting (session/draft.h): tokens proposed from the text and checked
   // several to a forward pass; a suggestion is the same with it or without,
-  // only the number of passes differs. At most draft_max_tokens at once.
-  bool draft = true;
+  // only the number of passes differs. At most draft_max_tokens at once
+  // (0: no drafting).
   int draft_max_tokens = 8;
 };
 

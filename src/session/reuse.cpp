@@ -128,7 +128,7 @@ Status Reuse::prefill(std::span<const int32_t> prompt, const std::atomic<bool>& 
   }
   if (static_cast<int64_t>(common) < saved_at_) saved_at_ = -1;  // the prefill cuts what the saved logits followed
   const std::span<const int32_t> rest = prompt.subspan(common);
-  const int64_t small = std::min({eng_->backend().exact_rows(), eng_->options().n_batch, max_rows_});
+  const int64_t small = std::min(max_feed(), eng_->options().n_batch);
   const auto n_draft = static_cast<int64_t>(std::min<size_t>(
       draft.size(), static_cast<size_t>(std::max<int64_t>(0, seq_->n_ctx() - static_cast<int64_t>(prompt.size())))));
   Status st;

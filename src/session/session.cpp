@@ -47,10 +47,10 @@ Session::Session(Engine& engine, const tok::Tokenizer& tokenizer, const SessionO
       reuse_(engine, tokenizer),
       generator_(&tokenizer, static_cast<int>(engine.n_vocab()),
                  continuation_masks(tokenizer, static_cast<int>(engine.n_vocab()), engine.hparams().eos_id)),
-      drafter_(DraftOptions{options.draft, options.draft_max_tokens}) {
+      drafter_(options.draft_max_tokens) {
   if (opts_.heal) (void)tok_->prefix_index();  // built now, not on the first keystroke (the slot built it already)
   // Drafting's buffers at their working size now: no keystroke allocates.
-  if (opts_.draft) {
+  if (opts_.draft_max_tokens > 0) {
     reuse_.reserve_rows(opts_.draft_max_tokens + 1);
     drafter_.reserve(static_cast<size_t>(reuse_.n_ctx()));
     prompt_draft_.reserve(static_cast<size_t>(opts_.draft_max_tokens));
@@ -190,7 +190,7 @@ Status Session::pin_window(size_t start_cp) {
 // Greedy suggestions only: a sampled first token is not drafted for.
 std::span<const int32_t> Session::draft_after_prompt(const SuggestOptions& opt) {
   prefill_drafted_ = 0;
-  if (!opts_.draft || !reusable(opt.sampling) || opt.max_tokens < 2 || prompt_.ids.empty()) return {};
+  if (opts_.draft_max_tokens <= 0 || !reusable(opt.sampling) || opt.max_tokens < 2 || prompt_.ids.empty()) return {};
   const auto before = std::span<const int32_t>(prompt_.ids).first(std::min(prompt_.prefix_end, prompt_.ids.size()));
   drafter_.begin();
   prompt_draft_.resize(static_cast<size_t>(std::min(opt.max_tokens - 1, opts_.draft_max_tokens)));
@@ -261,7 +261,7 @@ Status Session::run_generation(const SuggestOptions& opt, std::optional<Clock::t
   g.known = std::span<const int32_t>(chain.tokens).first(known);
   g.deadline = end;
   g.cancel = &cancel_;
-  g.drafter = opts_.draft ? &drafter_ : nullptr;
+  g.drafter = opts_.draft_max_tokens > 0 ? &drafter_ : nullptr;
   if (g.drafter && known == 0) g.drafted = std::span<const int32_t>(prompt_draft_).first(prefill_drafted_);
   g.draft_context = std::span<const int32_t>(prompt_.ids).first(std::min(prompt_.prefix_end, prompt_.ids.size()));
   const StopStream::Sink sink{[](void* f, std::string_view piece) {
@@ -335,7 +335,7 @@ Status Session::suggest_since(uint64_t epoch, const SuggestOptions& opt, Suggest
   if (!prompt_.ids.empty()) {
     const bool greedy = reusable(opt.sampling) && sampler_ && reusable(sampler_->params());
     const size_t known = reuse_.take_chain(prompt_, opt.max_tokens, greedy, generator_.masks());
-    if (opts_.draft) drafter_.observe_prompt(prompt_.ids);
+    if (opts_.draft_max_tokens > 0) drafter_.observe_prompt(prompt_.ids);
     Status st;
     if (known > 0) {
       s.typed_through = static_cast<int>(known);

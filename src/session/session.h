@@ -103,6 +103,9 @@ struct SuggestTimings {
   int64_t tokens_computed = 0;  // prompt tokens fed to the model by this call
   std::vector<double> decode_ms;  // each decode pass (one that checks drafted tokens counts once)
   int64_t drafted_tokens = 0;     // tokens proposed by the drafter and fed to a pass
+  // Forward passes over the weights: the prefill (when it computed a token)
+  // counts one, each decode pass one (one checking drafted tokens too).
+  int64_t passes() const { return (tokens_computed > 0 ? 1 : 0) + static_cast<int64_t>(decode_ms.size()); }
   int64_t accepted_draft_tokens = 0;  // of those, the ones the suggestion took
   double detokenize_ms = 0;
   double total_ms = 0;  // suggest() entry to return

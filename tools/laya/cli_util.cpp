@@ -36,6 +36,13 @@ std::string default_model_path() {
   return "";
 }
 
+void add_draft_option(CLI::App& app, int* draft_max_tokens) {
+  app.add_option("--draft", *draft_max_tokens,
+                 "most tokens drafted from the text and checked in one forward pass (0: off; the suggestions are the "
+                 "same either way, only the passes differ)")
+      ->transform(int_in(0, 15));
+}
+
 CLI::Validator int_in(int64_t lo, int64_t hi) {
   return CLI::Validator(
       [lo, hi](std::string& s) -> std::string {

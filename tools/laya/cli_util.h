@@ -71,6 +71,10 @@ struct EngineFlags {
 CLI::Validator int_in(int64_t lo, int64_t hi);
 CLI::Validator real_in(double lo, double hi);
 
+// --draft N (the sessions' SessionOptions::draft_max_tokens; 0: off): one
+// option, one text, for every command whose sessions draft.
+void add_draft_option(CLI::App& app, int* draft_max_tokens);
+
 // Scope 3 of issue 11: work that needs more positions than the model was
 // trained for is refused before any work. `what` says what asked for them
 // ("-p 100000", "--tokens (5000 ids)"); the message names it, the positions

@@ -103,10 +103,7 @@ void add_options(CLI::App& app, ReplayArgs& a) {
       ->transform(int_in(0, 256));
   app.add_option("--max-ctx", a.max_ctx, "context cap in tokens (and the model's own)")->transform(int_in(64, 1 << 20));
   app.add_flag("--no-heal", a.no_heal, "no token healing");
-  app.add_option("--draft", a.so.draft_max_tokens,
-                 "most tokens drafted from the text and checked in one forward pass (0: off; the suggestions are the "
-                 "same either way, only the passes differ)")
-      ->transform(int_in(0, 15));
+  add_draft_option(app, &a.so.draft_max_tokens);
   app.add_option("--fim", a.fim, "fill-in-the-middle prompt order where the model has FIM tokens: psm, spm or off")
       ->check(CLI::IsMember({"psm", "spm", "off"}));
   app.add_option("--fim-suffix-tokens", a.so.fim_suffix_tokens, "bound of the suffix in tokens")->transform(int_in(1, 512));
@@ -285,7 +282,6 @@ PlayOptions play_options(const ReplayArgs& a) {
   PlayOptions opt;
   opt.session = a.so;
   opt.session.heal = !a.no_heal;
-  opt.session.draft = a.so.draft_max_tokens > 0;
   opt.session.fim = a.fim == "spm" ? FimOrder::kSpm : a.fim == "off" ? FimOrder::kOff : FimOrder::kPsm;
   opt.suggest.max_tokens = a.max_tokens;
   opt.fast = a.fast;

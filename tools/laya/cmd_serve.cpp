@@ -68,10 +68,7 @@ int cmd_serve(int argc, char** argv) {
                "/infill: do not end a suggestion before a line that repeats one of its own or the line above the "
                "cursor, nor drop a multi-line suggestion's unfinished last line");
   int draft = SessionOptions{}.draft_max_tokens;
-  app.add_option("--draft", draft,
-                 "most tokens drafted from the text and checked in one forward pass (0: off; the suggestions are the "
-                 "same either way, only the passes differ)")
-      ->transform(int_in(0, 15));
+  add_draft_option(app, &draft);
   EngineFlags flags;
   flags.add_to(app, true);
   if (auto rc = parse_args(app, argc, argv, "serve")) return *rc;
@@ -112,8 +109,7 @@ int cmd_serve(int argc, char** argv) {
   server::ServerSessions::Options so;
   so.max_sessions = static_cast<size_t>(max_sessions);
   so.session.heal = !no_heal;
-  so.session.draft = draft > 0;
-  so.session.draft_max_tokens = std::max(draft, 1);
+  so.session.draft_max_tokens = draft;
   so.session.fim = fim == "spm" ? FimOrder::kSpm : fim == "off" ? FimOrder::kOff : FimOrder::kPsm;
   server::ServerSessions sessions(**slot, so);
   server::HttpServer srv(sessions, ho);

@@ -40,7 +40,7 @@ void LatencyStats::record(double suggest, double first, const Suggestion& sg) {
   for (double x : sg.timings.decode_ms) d += x;
   decode_ms.push_back(d);
   decode_steps += static_cast<int64_t>(sg.timings.decode_ms.size());
-  const int64_t n_passes = (sg.timings.tokens_computed > 0 ? 1 : 0) + static_cast<int64_t>(sg.timings.decode_ms.size());
+  const int64_t n_passes = sg.timings.passes();
   if (n_passes > 0) passes.push_back(n_passes);
   drafted_tokens += sg.timings.drafted_tokens;
   accepted_draft_tokens += sg.timings.accepted_draft_tokens;
@@ -90,10 +90,7 @@ void LatencyStats::add_json(nlohmann::json* j) const {
   o["window_moves"] = window_moves;
   o["fim_events"] = fim_events;        // suggestions whose prompt held a suffix
   o["healed_events"] = healed_events;  // suggestions with token healing
-  const double mean_passes =
-      passes.empty() ? 0.0
-                     : static_cast<double>(std::accumulate(passes.begin(), passes.end(), int64_t{0})) /
-                           static_cast<double>(passes.size());
+  const double mean_passes = passes_mean();
   o["passes_per_suggestion"] = {{"p50", percentile(passes, 0.5)}, {"p99", percentile(passes, 0.99)},
                                 {"mean", mean_passes}, {"suggestions", passes.size()}};
   o["drafted_tokens"] = drafted_tokens;
@@ -101,16 +98,19 @@ void LatencyStats::add_json(nlohmann::json* j) const {
 }
 
 std::string LatencyStats::lines() const {
-  const double mean_passes =
-      passes.empty() ? 0.0
-                     : static_cast<double>(std::accumulate(passes.begin(), passes.end(), int64_t{0})) /
-                           static_cast<double>(passes.size());
+  const double mean_passes = passes_mean();
   return fmt::format(
       "  suggest_ms      {}\n  first_token_ms  {}\n  tokens computed per event p50 {} p99 {} max {}\n"
       "  passes per suggestion (of {} that needed one) p50 {} p99 {} mean {:.2f}; drafted {} tokens, {} taken\n",
       ms_line(suggest_ms), ms_line(first_token_ms), percentile(computed, 0.5), percentile(computed, 0.99),
       percentile(computed, 1.0), passes.size(), percentile(passes, 0.5), percentile(passes, 0.99), mean_passes,
       drafted_tokens, accepted_draft_tokens);
+}
+
+double LatencyStats::passes_mean() const {
+  if (passes.empty()) return 0.0;
+  return static_cast<double>(std::accumulate(passes.begin(), passes.end(), int64_t{0})) /
+         static_cast<double>(passes.size());
 }
 
 int64_t LatencyStats::prefill_tokens() const { return std::accumulate(computed.begin(), computed.end(), int64_t{0}); }

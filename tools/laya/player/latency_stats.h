@@ -102,6 +102,7 @@ struct LatencyStats {
   std::string lines() const;
 
   int64_t prefill_tokens() const;  // prompt tokens computed by all completed suggestions
+  double passes_mean() const;      // over the suggestions that needed a pass
   double savings() const { return chars ? 1.0 - static_cast<double>(keystrokes) / static_cast<double>(chars) : 0.0; }
   double acceptance() const { return shown ? static_cast<double>(accepted) / static_cast<double>(shown) : 0.0; }
 };
