@@ -32,7 +32,7 @@ class LatencyHistogram {
 
 struct SessionGauges {
   size_t resident = 0;
-  int64_t created = 0, evicted = 0, superseded = 0, routed_existing = 0;
+  int64_t created = 0, evicted = 0, superseded = 0, routed_existing = 0, routed_ahead = 0;
   int64_t swaps = 0, swaps_failed = 0;
 };
 
