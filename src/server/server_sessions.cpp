@@ -92,11 +92,34 @@ void ServerSessions::evict_for_room() {
   }
 }
 
+namespace {
+
+// Common prefix + suffix of a and b.
+size_t affix_bytes(std::string_view a, std::string_view b) {
+  const size_t p = common_prefix_bytes(a, b);
+  return p + common_suffix_bytes(a, b, p);
+}
+
+// The same, where b may also start further into a or a further into b: the
+// plugins send at most 256 lines before the cursor, so as the cursor moves
+// down lines leave at the top (and a look-ahead drops as many as its
+// suggestion adds), which a plain common prefix sees as a different document.
+// The later start is found by the other text's first 64 bytes.
+size_t aligned_affix_bytes(std::string_view a, std::string_view b) {
+  constexpr size_t kProbe = 64;
+  size_t best = affix_bytes(a, b);
+  if (2 * best >= b.size() || a.size() < kProbe || b.size() < kProbe) return best;
+  if (const size_t at = a.find(b.substr(0, kProbe), 1); at != std::string_view::npos)
+    best = std::max(best, affix_bytes(a.substr(at), b));
+  if (const size_t at = b.find(a.substr(0, kProbe), 1); at != std::string_view::npos)
+    best = std::max(best, affix_bytes(a, b.substr(at)));
+  return best;
+}
+
+}  // namespace
+
 size_t ServerSessions::share(const Entry& e, std::string_view own, bool* ahead) {
-  auto affixes = [&](std::string_view doc) {
-    const size_t p = common_prefix_bytes(doc, own);
-    return p + common_suffix_bytes(doc, own, p);
-  };
+  auto affixes = [&](std::string_view doc) { return aligned_affix_bytes(doc, own); };
   const std::string_view doc = std::string_view(e.doc).substr(e.context_bytes);
   size_t best = affixes(doc);
   *ahead = false;

@@ -262,6 +262,7 @@ Status Session::run_generation(const SuggestOptions& opt, std::optional<Clock::t
   g.deadline = end;
   g.cancel = &cancel_;
   g.drafter = opts_.draft_max_tokens > 0 ? &drafter_ : nullptr;
+  g.draft_sampled = opt.draft_sampled;
   if (g.drafter && known == 0) g.drafted = std::span<const int32_t>(prompt_draft_).first(prefill_drafted_);
   g.draft_context = std::span<const int32_t>(prompt_.ids).first(std::min(prompt_.prefix_end, prompt_.ids.size()));
   const StopStream::Sink sink{[](void* f, std::string_view piece) {
@@ -272,7 +273,9 @@ Status Session::run_generation(const SuggestOptions& opt, std::optional<Clock::t
                               const_cast<std::function<void(std::string_view)>*>(&on_piece)};
   Status st = generator_.run(reuse_, prompt_.ids, smp, g, sink, &gen_);
   chain.tokens.insert(chain.tokens.end(), gen_.chosen.begin(), gen_.chosen.end());
-  if (g.drafter) drafter_.observe_output(prompt_.ids, gen_.tokens);
+  // Only a greedy suggestion is indexed: the next ones are greedy, and a
+  // draw's tokens would take the place of what greedy decoding continues with.
+  if (g.drafter && reusable(opt.sampling)) drafter_.observe_output(prompt_.ids, gen_.tokens);
   if (!reusable(opt.sampling)) reuse_.drop_chain();
   if (!st.ok()) return Status(st.code(), fmt::format("suggest: {}", st.message()));
   s.text.assign(gen_.text);

@@ -92,6 +92,11 @@ struct SuggestOptions {
   // prefill is needed by the next keystroke anyway.
   Deadline deadline;
   SamplerParams sampling;  // greedy by default (temperature 0)
+  // A sampled suggestion may take drafted tokens by speculative sampling's
+  // rule (Sampler::sample_given_draft): the same distribution in fewer passes,
+  // but each draw then depends on what was drafted, so the text is no longer
+  // a function of the document and the seed alone (a server's alternatives).
+  bool draft_sampled = false;
 };
 
 struct SuggestTimings {
