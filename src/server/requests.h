@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/json.h"
 #include "core/status.h"
 #include "sampling/sampler.h"
 #include "session/chat.h"
@@ -38,6 +39,8 @@ struct RequestLimits {
   size_t max_response_fields = 64;
   int64_t max_predict = 1024;            // n_predict / max_tokens (the context is checked too, at run time)
   size_t max_tokens_in = 1u << 20;       // /detokenize ids
+  // Depth and value count, checked before the body is parsed (core/json.h).
+  JsonBounds json{64, (1u << 20) + 64};  // /detokenize's max_tokens_in ids fit
 };
 
 struct ExtraChunk {
