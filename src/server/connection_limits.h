@@ -1,0 +1,35 @@
+// What one client, and all of them together, may hold of laya serve
+// (issue 29: slowloris and idle keep-alive clients starved every thread).
+//
+// cpp-httplib serves each connection on a thread of its own for as long as
+// the connection is open, and its read timeout restarts with every byte: 130
+// connections sending a header byte a second held all 128 threads, and
+// /health and /infill waited the whole attack. The guard (http_guard.h)
+// bounds what a connection can hold instead:
+//   - the whole request (request line, headers, body) must arrive within
+//     request_timeout_s of its first byte, else 408;
+//   - at most max_connections are served at once, at most max_per_client of
+//     them from one address; past either the answer is an immediate 503,
+//     never a place in a queue;
+//   - health_reserve more connections are kept for GET /health (a load
+//     balancer's probe answers while the rest are taken);
+//   - an idle keep-alive connection is closed, and responses say
+//     "Connection: close", while 3/4 of max_connections are held: idle
+//     editors give their threads back to the ones typing.
+// Each is a `laya serve` option (docs/SERVING.md).
+#pragma once
+
+#include <cstddef>
+
+namespace laya::server {
+
+struct ConnectionLimits {
+  int max_connections = 128;     // each holds a thread while open; 100 editors fit
+  int max_per_client = 32;       // per client address (0: no cap, e.g. behind a reverse proxy)
+  int health_reserve = 4;        // extra connections that answer GET /health only
+  double request_timeout_s = 10;  // whole request from its first byte: 8 MiB at 0.8 MB/s
+  double keep_alive_s = 5;       // idle wait for a connection's next request
+  size_t max_header_bytes = 64u << 10;  // request line + headers (httplib's own line limit is 8 KiB)
+};
+
+}  // namespace laya::server
