@@ -12,4 +12,11 @@ void heap_give_back() {
 #endif
 }
 
+void heap_return_large_blocks() {
+#ifdef __GLIBC__
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mallopt(M_TRIM_THRESHOLD, 4 << 20);
+#endif
+}
+
 }  // namespace laya

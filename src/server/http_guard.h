@@ -11,9 +11,10 @@
 //     their limits: chunked bodies and bodies without Content-Length, which
 //     httplib 0.11 reads to the end whatever payload_max_length says (a 1 GiB
 //     chunked body took RSS to 4.67 GB), stop at the limit like the others;
-// and its task queue (ShedQueue) runs a connection that finds no free thread
-// on the listener thread in "shed" mode: a 503 written without reading,
-// instead of a place in a queue behind slow clients.
+// and its task queue (ShedQueue) admits each connection on the listener
+// thread (microseconds: the caps are counters) and hands it to an idle worker,
+// or answers 503 without reading when there is none or a cap is reached,
+// instead of giving it a place in a queue behind slow clients.
 //
 // What a handler sees: request_guard() tells the pre-routing handler that a
 // connection is on the /health reserve, and the error handler why a read
@@ -23,6 +24,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -31,6 +33,9 @@
 #include "server/connection_limits.h"
 
 namespace laya::server {
+
+class LingerCloser;
+class ShedQueue;
 
 // Why the current thread's request could not be read, and what its
 // connection may do. Valid on the thread serving the request.
@@ -55,6 +60,7 @@ struct GuardCounters {
 class GuardedServer : public httplib::Server {
  public:
   GuardedServer(const ConnectionLimits& lim, size_t max_body_bytes);
+  ~GuardedServer() override;
 
   // The listen backlog after bind: httplib's is 5, so a burst of connects
   // waited for SYN retries (1 s, then 3 s) before the 503 could be sent.
@@ -70,10 +76,8 @@ class GuardedServer : public httplib::Server {
   void leave(const std::string& peer, Admit how);
   // Serves requests on one admitted connection until it closes.
   void serve(socket_t sock, bool health_only);
-  // Writes a 503 (`why`) and closes; `linger`: wait briefly for the
-  // client's request so that closing does not reset the connection before
-  // the client reads the answer (not on the listener thread).
-  void refuse(socket_t sock, const std::string& why, bool linger);
+  // Writes a 503 (`why`) and hands the socket to the LingerCloser.
+  void refuse(socket_t sock, const std::string& why);
   bool under_pressure() const;
 
   ConnectionLimits lim_;
@@ -83,6 +87,8 @@ class GuardedServer : public httplib::Server {
   std::map<std::string, int> per_client_;
   std::atomic<int> general_held_{0};  // held_, readable without the lock
   GuardCounters counters_;
+  std::unique_ptr<LingerCloser> closer_;
+  ShedQueue* queue_ = nullptr;  // made by new_task_queue, owned by httplib's listen loop
 };
 
 }  // namespace laya::server

@@ -177,6 +177,11 @@ Status ModelSlot::swap_locked(const std::string& path) {
                                                  b.status().message(), current()->path));
   }
   prewarm(b.value());
+  // Last look before the switch: a file shrunk or rewritten during the
+  // prewarm would otherwise become the serving model and fail every request.
+  if (Status st = b.value()->model->check_files_unchanged(); !st.ok())
+    return Status(st.code(), fmt::format("swap to {}: {} (the current model, {}, keeps serving)", path, st.message(),
+                                         current()->path));
   // Full width from the first keystroke on: its workers start then, on that
   // keystroke's thread, at its priority (ThreadPool's solo start).
   b.value()->engine->set_background(false);

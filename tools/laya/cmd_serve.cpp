@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "cli_parse.h"
+#include "core/heap.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "format/gguf.h"
@@ -107,6 +108,7 @@ int cmd_serve(int argc, char** argv) {
   EngineFlags flags;
   flags.add_to(app, true);
   if (auto rc = parse_args(app, argc, argv, "serve")) return *rc;
+  heap_return_large_blocks();  // a large request's memory goes back when it ends (core/heap.h)
   if (ho.api_key.empty() && ho.host != "127.0.0.1" && ho.host != "localhost" && ho.host != "::1")
     warn("serve", fmt::format("listening on {} without --api-key: anyone who can reach this address can use the model",
                               ho.host));
