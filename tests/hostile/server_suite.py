@@ -128,7 +128,7 @@ def message(payload) -> str:
     return payload.get("error", {}).get("message", "") if isinstance(payload, dict) else str(payload)
 
 
-def raw_exchange(port, head: bytes, body_iter, src="127.0.0.1", timeout=20.0):
+def raw_exchange(port, head: bytes, body_iter, src="127.0.0.1", timeout=20.0, half_close=False):
     """Sends head then the chunks of body_iter (stopping when the server stops
     reading) and returns (status, response bytes)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(src, 0))
@@ -139,6 +139,8 @@ def raw_exchange(port, head: bytes, body_iter, src="127.0.0.1", timeout=20.0):
                 s.sendall(chunk)
         except OSError:
             pass  # the server stopped reading: its answer is in the socket
+        if half_close:
+            s.shutdown(socket.SHUT_WR)
         out = b""
         try:
             while True:
@@ -214,6 +216,10 @@ def group_bodies(srv: Server, full: bool):
     flood = b"".join(b"X-Pad-%d: %s\r\n" % (i, b"p" * 40) for i in range(3000))
     st, out = raw_exchange(srv.port, b"GET /health HTTP/1.1\r\nHost: x\r\n" + flood + b"\r\n", ())
     check(st == 431, f"{len(flood) // 1024} KiB of headers: {st}")
+    body = json.dumps(INFILL).encode()
+    st, out = raw_exchange(srv.port, head + b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                           % len(body) + body, (), half_close=True)
+    check(st == 200, f"a client that half-closes after its request: {st}")
     results = []
     body = b"[" * (limit - 64)
     threads = [threading.Thread(target=lambda i=i: results.append(
