@@ -427,6 +427,37 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
   return true;
 }
 
+void GuardedServer::answer_unread(socket_t sock, const RequestGuard& g, int64_t timeout_ms) {
+  const std::string r =
+      g.timed_out ? raw_response(408, "Request Timeout",
+                                 error_body(408,
+                                            fmt::format("request not received whole within {} ms of its start "
+                                                        "(--request-timeout)",
+                                                        timeout_ms),
+                                            "timeout_error"))
+                  : raw_response(431, "Request Header Fields Too Large",
+                                 error_body(431,
+                                            fmt::format("request line and headers past the limit of {} bytes",
+                                                        lim_.max_header_bytes),
+                                            "invalid_request_error"));
+  (void)::send(sock, r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+bool GuardedServer::wait_for_next_request(socket_t sock) {
+  const auto end = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(lim_.keep_alive_s * 1000));
+  while (svr_sock_ != INVALID_SOCKET) {
+    if (under_pressure()) {
+      ++counters_.idle_closed;
+      return false;
+    }
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
+    if (ms <= 0) return false;
+    const int r = poll_one(sock, POLLIN, static_cast<int>(std::min<int64_t>(ms, kIdleSliceMs)));
+    if (r != 0) return r > 0;  // a byte or the client's close: the next request's read tells which
+  }
+  return false;
+}
+
 void GuardedServer::serve(socket_t sock, bool health_only) {
   RequestGuard g;
   t_guard = &g;
@@ -451,41 +482,11 @@ void GuardedServer::serve(socket_t sock, bool health_only) {
       // httplib wrote nothing when the request line itself never came whole;
       // otherwise its error handler said why. The rest of the request is
       // unread either way: the connection ends.
-      if (!strm.wrote()) {
-        const std::string r =
-            g.timed_out
-                ? raw_response(408, "Request Timeout",
-                               error_body(408,
-                                          fmt::format("request not received whole within {} ms of its start "
-                                                      "(--request-timeout)",
-                                                      timeout.count()),
-                                          "timeout_error"))
-                : raw_response(431, "Request Header Fields Too Large",
-                               error_body(431,
-                                          fmt::format("request line and headers past the limit of {} bytes",
-                                                      lim_.max_header_bytes),
-                                          "invalid_request_error"));
-        (void)::send(sock, r.data(), r.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-      }
+      if (!strm.wrote()) answer_unread(sock, g, timeout.count());
       break;
     }
     if (!ok || closed || close) break;
-    // Idle keep-alive: wait for the next request's first byte, giving the
-    // thread back early when the server is under pressure.
-    const auto idle_end = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(lim_.keep_alive_s * 1000));
-    bool more = strm.buffered();
-    while (!more && svr_sock_ != INVALID_SOCKET) {
-      if (under_pressure()) {
-        ++counters_.idle_closed;
-        break;
-      }
-      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(idle_end - Clock::now()).count();
-      if (ms <= 0) break;
-      const int r = poll_one(sock, POLLIN, static_cast<int>(std::min<int64_t>(ms, kIdleSliceMs)));
-      if (r < 0) break;
-      more = r > 0;
-    }
-    if (!more) break;
+    if (!strm.buffered() && !wait_for_next_request(sock)) break;
     deadline = Clock::now() + timeout;
   }
   t_guard = nullptr;

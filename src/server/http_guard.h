@@ -79,6 +79,13 @@ class GuardedServer : public httplib::Server {
   // Writes a 503 (`why`) and hands the socket to the LingerCloser.
   void refuse(socket_t sock, const std::string& why);
   bool under_pressure() const;
+  // Idle keep-alive: waits for the next request's first byte; false when the
+  // wait ends first, the server stops, or it is under pressure (the thread
+  // is given back to connections with work).
+  bool wait_for_next_request(socket_t sock);
+  // Answers a request whose request line never came whole (httplib wrote
+  // nothing): 408 past the deadline, 431 past the header limit.
+  void answer_unread(socket_t sock, const RequestGuard& g, int64_t timeout_ms);
 
   ConnectionLimits lim_;
   size_t max_body_bytes_;

@@ -384,7 +384,7 @@ def idle_clients(port, n):
     return conns
 
 
-def infill_latencies(port, n, pause=0.02):
+def infill_latencies(port, n, pause=0.005):
     out, bad = [], []
     for i in range(n):
         body = dict(INFILL, input_prefix=INFILL["input_prefix"] + f"# {i % 3}\n")
@@ -397,13 +397,14 @@ def infill_latencies(port, n, pause=0.02):
 
 
 def p99(xs):
-    return xs[min(len(xs) - 1, int(len(xs) * 0.99))]
+    """Nearest rank: of 100 sorted samples the 99th (of fewer, the largest)."""
+    return xs[max(0, min(len(xs), -(-len(xs) * 99 // 100)) - 1)]
 
 
 def group_slowloris(srv: Server, full: bool):
     n_attack, n_idle, secs = (500, 200, 20.0) if full else (100, 40, 3.0)
     infill_latencies(srv.port, 5)  # warm: the document's session exists
-    quiet, bad_q = infill_latencies(srv.port, 60 if full else 30)
+    quiet, bad_q = infill_latencies(srv.port, 200 if full else 100)
     attack = Slowloris(srv.port, n_attack, ["127.0.0.2"], 1.0 if full else 0.25)
     idle = idle_clients(srv.port, n_idle)
     time.sleep(1.0)
