@@ -13,6 +13,9 @@
 //     never a place in a queue;
 //   - health_reserve more connections are kept for GET /health (a load
 //     balancer's probe answers while the rest are taken);
+//   - at most large_requests requests with a body of 1 MiB or more are read
+//     and handled at once: a dozen at once left /health a fair share of 2
+//     cores among a dozen busy threads;
 //   - an idle keep-alive connection is closed, and responses say
 //     "Connection: close", while 3/4 of max_connections are held: idle
 //     editors give their threads back to the ones typing.
@@ -30,6 +33,7 @@ struct ConnectionLimits {
   double request_timeout_s = 10;  // whole request from its first byte: 8 MiB at 0.8 MB/s
   double keep_alive_s = 5;       // idle wait for a connection's next request
   size_t max_header_bytes = 64u << 10;  // request line + headers (httplib's own line limit is 8 KiB)
+  int large_requests = 2;        // requests with a body of 1 MiB or more read and handled at once (others wait)
 };
 
 }  // namespace laya::server

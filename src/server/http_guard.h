@@ -34,6 +34,7 @@
 
 namespace laya::server {
 
+class LargeRequestGate;
 class LingerCloser;
 class ShedQueue;
 
@@ -95,6 +96,7 @@ class GuardedServer : public httplib::Server {
   std::atomic<int> general_held_{0};  // held_, readable without the lock
   GuardCounters counters_;
   std::unique_ptr<LingerCloser> closer_;
+  std::unique_ptr<LargeRequestGate> gate_;
   ShedQueue* queue_ = nullptr;  // made by new_task_queue, owned by httplib's listen loop
 };
 

@@ -64,6 +64,10 @@ void add_limit_options(CLI::App& app, server::HttpOptions* ho) {
       ->transform(int_in(1024, int64_t{1} << 30));
   app.add_option("--max-header-bytes", c.max_header_bytes, "request line + headers limit in bytes (431 past it)")
       ->transform(int_in(1024, 16 << 20));
+  app.add_option("--large-requests", c.large_requests,
+                 "requests with a body of 1 MiB or more read and handled at once; the others wait (within "
+                 "--request-timeout)")
+      ->transform(int_in(1, 4096));
   app.add_option("--max-json-depth", l.json.max_depth, "nesting of arrays and objects in a request body (400 past it)")
       ->transform(int_in(2, 10000));
   app.add_option("--max-json-values", l.json.max_values,
