@@ -16,9 +16,12 @@
 //   - at most large_requests requests with a body of 1 MiB or more are read
 //     and handled at once: a dozen at once left /health a fair share of 2
 //     cores among a dozen busy threads;
-//   - an idle keep-alive connection is closed, and responses say
-//     "Connection: close", while 3/4 of max_connections are held: idle
-//     editors give their threads back to the ones typing.
+//   - when every slot is held and a new connection comes, an idle
+//     keep-alive connection closes to make room, and while every slot is
+//     held responses say "Connection: close": idle editors give their
+//     threads to the ones typing (closing them earlier, at 3/4 held, made
+//     100 keep-alive clients of bench/serve_load.py see 95 resets in 426
+//     requests: a client may send on a connection as the server closes it).
 // Each is a `laya serve` option (docs/SERVING.md).
 #pragma once
 

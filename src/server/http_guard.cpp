@@ -33,13 +33,15 @@ thread_local RequestGuard* t_guard = nullptr;
 // it at once, and a slow client must not keep a reserve slot for long.
 constexpr int kReserveTimeoutMs = 1000;
 // Threads beyond the connection slots: one that has left its slot may not
-// be waiting for work yet when the next admitted connection is handed over.
-constexpr int kSpareThreads = 8;
+// be waiting for work yet when the next admitted connection is handed over,
+// and a connection admitted in an idle one's place runs until that one has
+// closed (up to kIdleSliceMs).
+constexpr int kSpareThreads = 16;
 // A refused connection's wait for the client's request after the 503 (LingerCloser).
 constexpr int kLingerMs = 50;
 // The idle wait's poll slice: how soon an idle keep-alive connection notices
-// pressure or the server stopping.
-constexpr int kIdleSliceMs = 50;
+// that its slot is wanted or that the server stops.
+constexpr int kIdleSliceMs = 20;
 // A request whose body reaches this size waits for a LargeRequestGate token.
 constexpr size_t kLargeRequestBytes = size_t{1} << 20;
 
@@ -423,7 +425,7 @@ int GuardedServer::held() const {
   return held_ + reserve_held_;
 }
 
-bool GuardedServer::under_pressure() const { return general_held_.load() * 4 >= lim_.max_connections * 3; }
+bool GuardedServer::under_pressure() const { return general_held_.load() >= lim_.max_connections; }
 
 GuardedServer::Admit GuardedServer::admit(const std::string& peer) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -431,6 +433,10 @@ GuardedServer::Admit GuardedServer::admit(const std::string& peer) {
   Admit a = Admit::kBusy;
   if (lim_.max_per_client > 0 && mine >= lim_.max_per_client) a = Admit::kClient;
   else if (held_ < lim_.max_connections) a = Admit::kServe, ++held_;
+  // Every slot held, some by idle keep-alive connections: one of them is
+  // asked to close (wait_for_next_request) and this one is served in its
+  // place meanwhile (a spare thread carries it).
+  else if (idle_.load() > evict_.load()) a = Admit::kServe, ++held_, ++evict_;
   else if (reserve_held_ < lim_.health_reserve) a = Admit::kHealthOnly, ++reserve_held_;
   if (a == Admit::kServe || a == Admit::kHealthOnly) ++mine;
   if (mine == 0) per_client_.erase(peer);
@@ -499,11 +505,22 @@ void GuardedServer::answer_unread(socket_t sock, const RequestGuard& g, int64_t 
 }
 
 bool GuardedServer::wait_for_next_request(socket_t sock) {
+  struct Idle {  // counted while waiting: admit() may ask one of these to give its slot
+    std::atomic<int>& n;
+    explicit Idle(std::atomic<int>& c) : n(c) { ++n; }
+    ~Idle() { --n; }
+  } idle(idle_);
   const auto end = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(lim_.keep_alive_s * 1000));
   while (svr_sock_ != INVALID_SOCKET) {
-    if (under_pressure()) {
-      ++counters_.idle_closed;
-      return false;
+    for (int e = evict_.load(); e > 0;) {
+      if (general_held_.load() <= lim_.max_connections) {  // nobody waits for a slot now: a stale request
+        evict_.compare_exchange_weak(e, 0);
+        break;
+      }
+      if (evict_.compare_exchange_weak(e, e - 1)) {
+        ++counters_.idle_closed;
+        return false;
+      }
     }
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
     if (ms <= 0) return false;

@@ -79,10 +79,10 @@ class GuardedServer : public httplib::Server {
   void serve(socket_t sock, bool health_only);
   // Writes a 503 (`why`) and hands the socket to the LingerCloser.
   void refuse(socket_t sock, const std::string& why);
-  bool under_pressure() const;
+  bool under_pressure() const;  // every slot held: responses say "Connection: close"
   // Idle keep-alive: waits for the next request's first byte; false when the
-  // wait ends first, the server stops, or it is under pressure (the thread
-  // is given back to connections with work).
+  // wait ends first, the server stops, or a new connection wants its slot
+  // (the thread goes to a connection with work).
   bool wait_for_next_request(socket_t sock);
   // Answers a request whose request line never came whole (httplib wrote
   // nothing): 408 past the deadline, 431 past the header limit.
@@ -94,6 +94,8 @@ class GuardedServer : public httplib::Server {
   int held_ = 0, reserve_held_ = 0;
   std::map<std::string, int> per_client_;
   std::atomic<int> general_held_{0};  // held_, readable without the lock
+  std::atomic<int> idle_{0};          // connections waiting for their next request
+  std::atomic<int> evict_{0};         // how many of those admit() asked to close
   GuardCounters counters_;
   std::unique_ptr<LingerCloser> closer_;
   std::unique_ptr<LargeRequestGate> gate_;

@@ -432,8 +432,12 @@ def group_slowloris(srv: Server, full: bool):
     ended = attack.finish()
     [c.close() for c in idle]
     q, d = p99(quiet) * 1000, p99(during) * 1000
+    metrics = request(srv.port, "GET", "/metrics")[1]
+    counts = dict(re.findall(r"^laya_(connections_refused_\w+|requests_timed_out|idle_connections_closed)_total (\d+)",
+                             metrics if isinstance(metrics, str) else "", re.M))
     print(f"  slowloris: {n_attack} slow connections, {n_idle} idle keep-alive clients; /infill p99 quiet "
-          f"{q:.1f} ms, during {d:.1f} ms ({len(during)} requests); slow connections ended: {ended}", flush=True)
+          f"{q:.1f} ms, during {d:.1f} ms ({len(during)} requests); slow connections ended: {ended}; server: {counts}",
+          flush=True)
     check(not bad_q and not bad_d, f"slowloris: every /infill answered 200 ({bad_d[:3]})")
     # 2 ms of slack: a 2-core machine's scheduling noise on a p99 of a few ms.
     check(d <= 2 * q + 2, f"slowloris: /infill p99 during {d:.1f} ms <= 2 x quiet {q:.1f} ms")

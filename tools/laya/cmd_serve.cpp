@@ -56,8 +56,8 @@ void add_limit_options(CLI::App& app, server::HttpOptions* ho) {
                  "past it")
       ->transform(real_in(0.05, 3600));
   app.add_option("--keep-alive", c.keep_alive_s,
-                 "seconds an idle keep-alive connection waits for its next request (idle ones close early while 3/4 "
-                 "of --max-connections are held)")
+                 "seconds an idle keep-alive connection waits for its next request (one closes early when a new "
+                 "connection needs its slot)")
       ->transform(real_in(0, 3600));
   app.add_option("--max-body-bytes", l.max_body_bytes,
                  "request body limit in bytes, chunked or not (413 past it)")
