@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -117,7 +118,7 @@ TEST(ServerRequests, HostileBodiesNameTheField) {
       {"{\"prompt\": [\"a\", \"b\"]}", "array of 2 items"},
       {"{\"prompt\": 3}", "\"prompt\" is integer"},
       {"{\"prompt\": \"a\", \"max_tokens\": 0}", "\"max_tokens\""},
-      {"{\"prompt\": \"a\", \"n\": 2}", "\"n\""},
+      {"{\"prompt\": \"a\", \"n\": 5}", "\"n\""},
       {"{\"prompt\": \"a\", \"stop\": [\"a\",\"b\",\"c\",\"d\",\"e\"]}", "more than the limit of 4"},
       {"{\"prompt\": \"a\", \"echo\": true}", "\"echo\""},
   };
@@ -391,7 +392,7 @@ TEST(ServerHttp, BadRequestsAreClearErrors) {
 TEST(ServerHttp, ApiKeyGuardsEverythingButHealth) {
   REQUIRE_ENV();
   HttpOptions ho;
-  ho.api_key = "s3cret";
+  ho.api_keys = {"s3cret"};
   LiveServer srv(E, ho);
   auto cli = srv.client();
   auto res = cli.Get("/v1/models");
@@ -431,7 +432,7 @@ TEST(ServerHttp, AdminModelSwapsWhileServing) {
     EXPECT_EQ(res->status, 403) << res->body;
   }
   HttpOptions ho;
-  ho.api_key = "k";
+  ho.api_keys = {"k"};
   LiveServer srv(E, ho, slot->get());
   auto cli = srv.client();
   httplib::Headers auth = {{"Authorization", "Bearer k"}};
@@ -470,6 +471,101 @@ TEST(ServerHttp, DocumentsGetTheirOwnSessions) {
   EXPECT_NE(sa, sb);
   EXPECT_EQ(ask(a + "        pri"), sa);  // typing in a goes back to a's session
   EXPECT_EQ(ask(b + "- hiring"), sb);
+}
+
+// llama.vim's ring of chunks from other buffers changes in front of the
+// document; the document is still the same one. And its look-ahead request
+// (the text as if the suggestion were accepted) goes to the session that made
+// the suggestion even in a buffer shorter than the suggestion.
+TEST(ServerHttp, ContextChunksAndLookAheadKeepTheDocumentsSession) {
+  REQUIRE_ENV();
+  LiveServer srv(E, {});
+  auto cli = srv.client();
+  auto ask = [&](const std::string& chunk, const std::string& prefix, const std::string& middle, int n_predict) {
+    json b = llama_vim_body(prefix, middle, "\n");
+    b["input_extra"] = json::array({{{"text", chunk}, {"filename", "b.py"}}});
+    b["n_predict"] = n_predict;
+    b["response_fields"] = json::array();  // the whole answer
+    auto res = cli.Post("/infill", b.dump(), "application/json");
+    EXPECT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+    return res ? json::parse(res->body) : json::object();
+  };
+  const std::string ring_a(2000, '#'), ring_b = std::string(1500, '=') + "\n";
+  const json first = ask(ring_a, "def f(x):\n", "    ", 24);
+  const int64_t s = first["laya"]["session"].get<int64_t>();
+  EXPECT_EQ(ask(ring_b, "def f(x):\n", "    r", 4)["laya"]["session"].get<int64_t>(), s);
+  const json again = ask(ring_b, "def f(x):\n", "    ", 24);
+  ASSERT_EQ(again["laya"]["session"].get<int64_t>(), s);
+  const std::string shown = again["content"].get<std::string>();
+  ASSERT_GT(shown.size(), 16u) << "the test needs a suggestion longer than the buffer's own text: " << shown;
+  const size_t nl = shown.rfind('\n');
+  const std::string prefix = nl == std::string::npos ? "def f(x):\n" : "def f(x):\n    " + shown.substr(0, nl + 1);
+  const std::string middle = nl == std::string::npos ? "    " + shown : shown.substr(nl + 1);
+  const json ahead = ask(ring_b, prefix, middle, 8);
+  EXPECT_EQ(ahead["laya"]["session"].get<int64_t>(), s);
+  EXPECT_FALSE(ahead["laya"]["new_session"].get<bool>());
+  auto m = cli.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find("laya_sessions_created_total 1\n"), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("laya_requests_routed_ahead_total 1\n"), std::string::npos) << m->body;
+}
+
+// Each API key owns its documents: the same text sent with two keys is two
+// sessions, and a request with one key never supersedes the other's.
+TEST(ServerHttp, EachKeyHasItsOwnDocuments) {
+  REQUIRE_ENV();
+  HttpOptions ho;
+  ho.api_keys = {"alice", "bob"};
+  LiveServer srv(E, ho);
+  auto session_of = [&](const char* key) {
+    auto cli = srv.client();
+    cli.set_bearer_token_auth(key);
+    json b = {{"input_prefix", "import os\n\ndef main():\n    "}, {"input_suffix", ""}, {"n_predict", 2}};
+    auto res = cli.Post("/infill", b.dump(), "application/json");
+    EXPECT_TRUE(res && res->status == 200);
+    return res ? json::parse(res->body)["laya"]["session"].get<int64_t>() : -1;
+  };
+  const int64_t a = session_of("alice"), b = session_of("bob");
+  EXPECT_NE(a, b);
+  EXPECT_EQ(session_of("alice"), a);
+  EXPECT_EQ(session_of("bob"), b);
+}
+
+// n_cmpl (llama.vscode sends 3): an array of that many completions, the
+// first the one a request without n_cmpl gets, the others drawn, distinct;
+// OpenAI's "n" gives as many choices.
+TEST(ServerHttp, SeveralCompletionsAreAnArrayStartingWithTheGreedyOne) {
+  REQUIRE_ENV();
+  LiveServer srv(E, {});
+  auto cli = srv.client();
+  json body = llama_vscode_body("def mean(values):\n", "    total = ", "\n");
+  body["n_cmpl"] = 3;
+  auto res = cli.Post("/infill", body.dump(), "application/json");
+  ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+  const json arr = json::parse(res->body);
+  ASSERT_TRUE(arr.is_array()) << res->body;
+  ASSERT_EQ(arr.size(), 3u);
+  std::set<std::string> texts;
+  for (size_t i = 0; i < arr.size(); ++i) {
+    EXPECT_EQ(arr[i]["index"].get<size_t>(), i);
+    texts.insert(arr[i]["content"].get<std::string>());
+  }
+  EXPECT_EQ(texts.size(), 3u) << res->body;
+  body["n_cmpl"] = 1;
+  res = cli.Post("/infill", body.dump(), "application/json");
+  ASSERT_TRUE(res && res->status == 200);
+  EXPECT_EQ(json::parse(res->body)["content"], arr[0]["content"]);
+  body["n_cmpl"] = 99;
+  res = cli.Post("/infill", body.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_NE(res->body.find("n_cmpl"), std::string::npos) << res->body;
+  res = cli.Post("/v1/completions", R"({"prompt": "def add(a, b):\n", "max_tokens": 6, "n": 2})", "application/json");
+  ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+  const json j = json::parse(res->body);
+  ASSERT_EQ(j["choices"].size(), 2u);
+  EXPECT_EQ(j["choices"][1]["index"], 1);
+  EXPECT_NE(j["choices"][0]["text"], j["choices"][1]["text"]);
 }
 
 }  // namespace

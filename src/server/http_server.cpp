@@ -94,15 +94,29 @@ void HttpServer::stop() {
   if (svr_ && svr_->is_running()) svr_->stop();
 }
 
-bool HttpServer::authorized(const httplib::Request& req) const {
-  if (opt_.api_key.empty()) return true;
-  const std::string h = req.get_header_value("Authorization");
-  constexpr std::string_view kBearer = "Bearer ";
-  if (h.size() >= kBearer.size() && std::string_view(h).substr(0, kBearer.size()) == kBearer)
-    return constant_time_equal(std::string_view(h).substr(kBearer.size()), opt_.api_key);
+int HttpServer::key_index(const httplib::Request& req) const {
   // OpenAI-style clients send Bearer; some proxies use X-Api-Key.
-  const std::string x = req.get_header_value("X-Api-Key");
-  return !x.empty() && constant_time_equal(x, opt_.api_key);
+  constexpr std::string_view kBearer = "Bearer ";
+  const std::string h = req.get_header_value("Authorization");
+  std::string_view sent;
+  if (h.size() >= kBearer.size() && std::string_view(h).substr(0, kBearer.size()) == kBearer)
+    sent = std::string_view(h).substr(kBearer.size());
+  const std::string x = sent.empty() ? req.get_header_value("X-Api-Key") : std::string();
+  if (sent.empty()) sent = x;
+  if (sent.empty()) return -1;
+  int found = -1;
+  for (size_t i = 0; i < opt_.api_keys.size(); ++i)  // every key compared: the time says nothing of which
+    if (constant_time_equal(sent, opt_.api_keys[i]) && found < 0) found = static_cast<int>(i);
+  return found;
+}
+
+RequestFrom HttpServer::request_from(const httplib::Request& req, const std::optional<std::string>& session,
+                                     size_t context_bytes) const {
+  RequestFrom f;
+  f.owner = fmt::format("{}@{}", key_index(req), req.remote_addr);
+  f.name = session;
+  f.context_bytes = context_bytes;
+  return f;
 }
 
 void HttpServer::error(httplib::Response& res, int code, const std::string& msg, const char* endpoint) {
@@ -126,6 +140,7 @@ SessionGauges HttpServer::gauges() const {
   g.evicted = s.evicted;
   g.superseded = s.superseded;
   g.routed_existing = s.routed_existing;
+  g.routed_ahead = s.routed_ahead;
   g.swaps = sessions_.slot().swaps();
   g.swaps_failed = swaps_failed_.load();
   const GuardCounters& c = svr_->counters();
@@ -150,7 +165,7 @@ std::string HttpServer::model_id() const {
 // model path is a file on this machine: not for anyone who can reach the port).
 void HttpServer::admin_model(const httplib::Request& req, httplib::Response& res) {
   const char* ep = "/admin/model";
-  if (opt_.api_key.empty())
+  if (opt_.api_keys.empty())
     return error(res, 403, "/admin/model needs the server to run with --api-key (it loads a file of this machine)", ep);
   auto body = parse_json(req.body, "request body", opt_.limits.json);
   if (!body.ok()) return error(res, 400, body.status().message(), ep);

@@ -27,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "server/connection_limits.h"
@@ -48,7 +49,9 @@ class GuardedServer;
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8012;  // llama.vim's and llama.vscode's default endpoint; 0: any free port
-  std::string api_key;  // empty: none
+  // Keys a request must carry (any one of them; none: no key needed). Each
+  // key is its own owner of documents (server_sessions.h: routing is per owner).
+  std::vector<std::string> api_keys;
   ConnectionLimits conn;  // connections, per client, /health reserve, request deadline (connection_limits.h)
   int write_timeout_s = 30;
   int64_t default_predict = 32;  // tokens when a request gives no (or a negative) n_predict
@@ -80,7 +83,12 @@ class HttpServer {
 
  private:
   void routes();
-  bool authorized(const httplib::Request& req) const;
+  // The index of the API key the request carries (-1: none of them).
+  int key_index(const httplib::Request& req) const;
+  bool authorized(const httplib::Request& req) const { return opt_.api_keys.empty() || key_index(req) >= 0; }
+  // Who the request is from, for routing: its key and its client's address.
+  RequestFrom request_from(const httplib::Request& req, const std::optional<std::string>& session,
+                           size_t context_bytes = 0) const;
   void infill(const httplib::Request& req, httplib::Response& res);
   void completions(const httplib::Request& req, httplib::Response& res);
   void chat(const httplib::Request& req, httplib::Response& res);

@@ -39,7 +39,7 @@ struct Outcome {
 // `line_above` (non-null: /infill, for editors that show a long suggestion
 // whole) turns on the repeated-line rule (cut_repeated_line), and a
 // multi-line suggestion cut by its length loses its unfinished last line.
-Result<Outcome> run_suggestion(ServerSessions& sessions, const std::optional<std::string>& name, std::string_view doc,
+Result<Outcome> run_suggestion(ServerSessions& sessions, const RequestFrom& from, std::string_view doc,
                     size_t cursor, const SuggestOptions& so, const std::vector<std::string>& stop, int64_t n_indent,
                     const std::function<bool(std::string_view)>& emit, Clock::time_point t0,
                     const std::string_view* line_above = nullptr) {
@@ -47,7 +47,7 @@ Result<Outcome> run_suggestion(ServerSessions& sessions, const std::optional<std
   stream.reset(&stop, n_indent, StopStream::Sink::of(emit));
   if (line_above) stream.stop_repeated_lines(*line_above);
   auto on_piece = [&](std::string_view piece) { return stream.push(piece); };
-  auto r = sessions.suggest(name, doc, cursor, so, on_piece);
+  auto r = sessions.suggest(from, doc, cursor, so, on_piece);
   if (!r.ok()) return r.status();
   Outcome o;
   o.served = std::move(r).value();
@@ -116,6 +116,87 @@ json pick_fields(const std::vector<std::string>& paths, const json& full) {
 }
 
 
+// Completions 2..n of a request (n_cmpl, n) on the session the first was made
+// on, whose prompt that one left cached: each costs its own generation only.
+// They are drawn with the request's sampling where it samples (seed + i), else
+// at llama-server's default temperature, 0.8, with the request's top-k / top-p
+// (what llama.vscode's alternatives get from llama-server). A draw whose text
+// an earlier completion already has is drawn again, at most kDraws times, so
+// that a confident model does not answer the same text n times (llama.vscode
+// keeps distinct texts only). All end by the first one's deadline, counted from
+// the request's start, so asking for 3 does not triple a bounded wait.
+std::vector<Outcome> alternatives(ServerSessions& sessions, RequestFrom from, std::string_view doc, size_t cursor,
+                                  SuggestOptions so, const Outcome& first, int64_t n,
+                                  const std::vector<std::string>& stop, int64_t n_indent, Clock::time_point t0,
+                                  std::optional<double> budget_ms, const std::string_view* line_above) {
+  constexpr int kDraws = 3;
+  from.alternative = true;
+  if (so.sampling.temperature <= 0) so.sampling.temperature = 0.8f;
+  if (budget_ms) so.deadline = Deadline(t0 + std::chrono::duration_cast<Clock::duration>(
+                                                  std::chrono::duration<double, std::milli>(*budget_ms)));
+  std::vector<Outcome> out;
+  uint64_t seed = so.sampling.seed;
+  for (int64_t i = 1; i < n; ++i) {
+    for (int draw = 0; draw < kDraws; ++draw) {
+      so.sampling.seed = ++seed;
+      auto r = run_suggestion(sessions, from, doc, cursor, so, stop, n_indent, {}, t0, line_above);
+      if (!r.ok() || r->served.superseded) return out;  // a newer request took the session: no more
+      const bool repeat = r->content == first.content ||
+                          std::any_of(out.begin(), out.end(), [&](const Outcome& o) { return o.content == r->content; });
+      if (!repeat || draw + 1 == kDraws) {
+        out.push_back(std::move(r).value());
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// One completion in /infill's response (llama.cpp's fields, then laya's).
+json infill_json(const InfillRequest& q, const SuggestOptions& so, const Outcome& o, int index, bool prepare_only,
+                 const std::string& model, int64_t n_ctx) {
+  const Suggestion& s = o.served.suggestion;
+  json full = {{"index", index},
+               {"content", o.content},
+               {"tokens", prepare_only ? std::vector<int32_t>{} : s.tokens},
+               {"id_slot", q.id_slot >= 0 ? q.id_slot : static_cast<int64_t>(o.served.session_index)},
+               {"stop", true},
+               {"model", model},
+               {"tokens_predicted", prepare_only ? 0 : s.tokens.size()},
+               {"tokens_evaluated", s.timings.tokens_reused + s.timings.tokens_computed},
+               {"generation_settings",
+                {{"n_ctx", n_ctx},
+                 {"n_predict", so.max_tokens},
+                 {"temperature", index == 0 ? so.sampling.temperature : std::max(so.sampling.temperature, 0.8f)},
+                 {"top_k", so.sampling.top_k},
+                 {"top_p", so.sampling.top_p},
+                 {"model", model}}},
+               {"has_new_line", o.content.find('\n') != std::string::npos},
+               {"truncated", s.window_start_cp > 0},  // the window starts after the document's start
+               {"stop_type", o.stop_type},
+               {"stopping_word", o.stopping_word},
+               {"tokens_cached", s.tokens_cached},
+               {"timings", timings_json(s)},
+               {"laya",
+                {{"session", o.served.session_index},
+                 {"new_session", o.served.new_session},
+                 {"typed_through", s.typed_through},
+                 {"cut_by_deadline", s.cut_by_deadline},
+                 {"fim", s.fim},
+                 {"healed_bytes", s.healed_bytes},
+                 {"request_ms", o.request_ms}}}};
+  if (o.served.superseded) {
+    // A newer request on this document took over: an answer, not a hang, and
+    // an error field saying so (the content is empty: this text is stale).
+    full["content"] = "";
+    full["error"] = {{"code", 409}, {"message", "superseded by a newer request on the same document"},
+                     {"type", "cancelled"}};
+  }
+  json body = pick_fields(q.response_fields, full);
+  if (o.served.superseded && !q.response_fields.empty()) body["error"] = full["error"];
+  return body;
+}
+
 }  // namespace
 
 void HttpServer::infill(const httplib::Request& req, httplib::Response& res) {
@@ -134,6 +215,7 @@ void HttpServer::infill(const httplib::Request& req, httplib::Response& res) {
     doc += c.text;
   }
   if (!q.input_extra.empty()) doc += kChunkSeparator;
+  const RequestFrom from = request_from(req, q.session, doc.size());
   doc += q.input_prefix;
   doc += q.prompt;
   const size_t cursor = doc.size();
@@ -148,54 +230,32 @@ void HttpServer::infill(const httplib::Request& req, httplib::Response& res) {
   std::string_view above = q.input_prefix;
   if (!above.empty() && above.back() == '\n') above.remove_suffix(1);
   above = above.substr(above.rfind('\n') == std::string_view::npos ? 0 : above.rfind('\n') + 1);
-  auto out = run_suggestion(sessions_, q.session, doc, cursor, so, q.stop, q.n_indent, {}, t0,
-                            opt_.keep_repeated_lines ? nullptr : &above);
+  const std::string_view* line_above = opt_.keep_repeated_lines ? nullptr : &above;
+  auto out = run_suggestion(sessions_, from, doc, cursor, so, q.stop, q.n_indent, {}, t0, line_above);
   if (!out.ok()) {
     const int code = out.status().code() == StatusCode::kInvalidArgument ? 400 : 500;
     return error(res, code, out.status().message(), "/infill");
   }
-  const Suggestion& s = out->served.suggestion;
-  if (prepare_only) out->content.clear();
-  metrics_.suggestion(s, out->request_ms);
-  json full = {{"index", 0},
-               {"content", out->content},
-               {"tokens", prepare_only ? std::vector<int32_t>{} : s.tokens},
-               {"id_slot", q.id_slot >= 0 ? q.id_slot : static_cast<int64_t>(out->served.session_index)},
-               {"stop", true},
-               {"model", model_id()},
-               {"tokens_predicted", prepare_only ? 0 : s.tokens.size()},
-               {"tokens_evaluated", s.timings.tokens_reused + s.timings.tokens_computed},
-               {"generation_settings",
-                {{"n_ctx", sessions_.model()->engine->options().n_ctx},
-                 {"n_predict", so.max_tokens},
-                 {"temperature", so.sampling.temperature},
-                 {"top_k", so.sampling.top_k},
-                 {"top_p", so.sampling.top_p},
-                 {"model", model_id()}}},
-               {"has_new_line", out->content.find('\n') != std::string::npos},
-               {"truncated", s.window_start_cp > 0},  // the window starts after the document's start
-               {"stop_type", out->stop_type},
-               {"stopping_word", out->stopping_word},
-               {"tokens_cached", s.tokens_cached},
-               {"timings", timings_json(s)},
-               {"laya",
-                {{"session", out->served.session_index},
-                 {"new_session", out->served.new_session},
-                 {"typed_through", s.typed_through},
-                 {"cut_by_deadline", s.cut_by_deadline},
-                 {"fim", s.fim},
-                 {"healed_bytes", s.healed_bytes},
-                 {"request_ms", out->request_ms}}}};
-  if (out->served.superseded) {
-    // A newer request on this document took over: an answer, not a hang, and
-    // an error field saying so (the content is empty: this text is stale).
-    full["content"] = "";
-    full["error"] = {{"code", 409}, {"message", "superseded by a newer request on the same document"},
-                     {"type", "cancelled"}};
+  std::vector<Outcome> outs;
+  outs.push_back(std::move(out).value());
+  if (q.n_cmpl > 1 && !prepare_only && !outs[0].served.superseded) {
+    std::optional<double> budget;
+    if (q.t_max_predict_ms && *q.t_max_predict_ms > 0) budget = *q.t_max_predict_ms;
+    for (Outcome& o : alternatives(sessions_, from, doc, cursor, so, outs[0], q.n_cmpl, q.stop, q.n_indent, t0,
+                                   budget, line_above))
+      outs.push_back(std::move(o));
   }
-  json body = pick_fields(q.response_fields, full);
-  if (out->served.superseded && !q.response_fields.empty()) body["error"] = full["error"];
-  ok_json(res, dump(body), "/infill");
+  json body = json::array();
+  for (size_t i = 0; i < outs.size(); ++i) {
+    Outcome& o = outs[i];
+    if (prepare_only) o.content.clear();
+    metrics_.suggestion(o.served.suggestion, o.request_ms);
+    body.push_back(infill_json(q, so, o, static_cast<int>(i), prepare_only, model_id(),
+                               sessions_.model()->engine->options().n_ctx));
+  }
+  // llama.cpp's shape: one object for one completion, an array for n_cmpl > 1
+  // (fewer than asked when a newer request on the document took over).
+  ok_json(res, dump(q.n_cmpl > 1 ? body : body[0]), "/infill");
 }
 
 namespace {
@@ -224,17 +284,33 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
   SuggestOptions so;
   so.max_tokens = static_cast<int>(q->max_tokens);
   so.sampling = q->sampling;
+  const RequestFrom from = request_from(req, q->session);
+  const std::string doc = q->prompt + q->suffix;
+  if (q->stream && q->n > 1)
+    return error(res, 400, fmt::format("request: \"n\": {} with \"stream\": true is not supported (one choice streams)", q->n),
+                 "/v1/completions");
   if (!q->stream) {
-    auto out = run_suggestion(sessions_, q->session, q->prompt + q->suffix, q->prompt.size(), so, q->stop, 0, {}, t0);
+    auto out = run_suggestion(sessions_, from, doc, q->prompt.size(), so, q->stop, 0, {}, t0);
     if (!out.ok())
       return error(res, out.status().code() == StatusCode::kInvalidArgument ? 400 : 500, out.status().message(),
                    "/v1/completions");
     if (out->served.superseded)
       return error(res, 409, "superseded by a newer request on the same document", "/v1/completions");
-    metrics_.suggestion(out->served.suggestion, out->request_ms);
-    json j = completion_chunk(id, model_id(), out->content, finish_reason(*out));
-    const int64_t n_prompt = out->served.suggestion.timings.tokens_reused + out->served.suggestion.timings.tokens_computed;
-    const auto n_gen = static_cast<int64_t>(out->served.suggestion.tokens.size());
+    std::vector<Outcome> outs;
+    outs.push_back(std::move(out).value());
+    for (Outcome& o : alternatives(sessions_, from, doc, q->prompt.size(), so, outs[0], q->n, q->stop, 0, t0, {}, nullptr))
+      outs.push_back(std::move(o));
+    json j = completion_chunk(id, model_id(), outs[0].content, finish_reason(outs[0]));
+    int64_t n_gen = 0;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      metrics_.suggestion(outs[i].served.suggestion, outs[i].request_ms);
+      n_gen += static_cast<int64_t>(outs[i].served.suggestion.tokens.size());
+      if (i > 0)
+        j["choices"].push_back({{"text", outs[i].content}, {"index", i}, {"logprobs", nullptr},
+                                {"finish_reason", finish_reason(outs[i])}});
+    }
+    const auto& t = outs[0].served.suggestion.timings;
+    const int64_t n_prompt = t.tokens_reused + t.tokens_computed;
     j["usage"] = {{"prompt_tokens", n_prompt}, {"completion_tokens", n_gen}, {"total_tokens", n_prompt + n_gen}};
     return ok_json(res, dump(j), "/v1/completions");
   }
@@ -244,10 +320,10 @@ void HttpServer::completions(const httplib::Request& req, httplib::Response& res
   // returns); a client that goes away stops it at the next piece.
   metrics_.request("/v1/completions", 200);
   res.set_chunked_content_provider(
-      "text/event-stream", [this, q, so, id, t0](size_t, httplib::DataSink& sink) {
+      "text/event-stream", [this, q, so, id, t0, from](size_t, httplib::DataSink& sink) {
         auto send = [&](const json& j) { return sse_send(sink, j); };
         auto emit = [&](std::string_view text) { return send(completion_chunk(id, model_id(), std::string(text), nullptr)); };
-        auto out = run_suggestion(sessions_, q->session, q->prompt + q->suffix, q->prompt.size(), so, q->stop, 0, emit, t0);
+        auto out = run_suggestion(sessions_, from, q->prompt + q->suffix, q->prompt.size(), so, q->stop, 0, emit, t0);
         if (!out.ok()) {
           send(json{{"error", {{"code", 400}, {"message", out.status().message()}, {"type", "invalid_request_error"}}}});
         } else if (out->served.superseded) {

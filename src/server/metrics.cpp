@@ -75,6 +75,9 @@ std::string ServerMetrics::render(const SessionGauges& g) const {
         all ? static_cast<double>(tokens_reused_) / static_cast<double>(all) : 0.0);
   gauge("laya_resident_sessions", "Sessions kept warm.", static_cast<double>(g.resident));
   counter("laya_sessions_created_total", "Sessions made for a new document.", static_cast<uint64_t>(g.created));
+  counter("laya_requests_routed_ahead_total",
+          "Requests routed to a session as its text with its last suggestion accepted (a plugin's look-ahead).",
+          static_cast<uint64_t>(g.routed_ahead));
   counter("laya_sessions_evicted_total", "Sessions dropped for room (their KV stays cached until needed).",
           static_cast<uint64_t>(g.evicted));
   counter("laya_requests_superseded_total", "Requests cancelled by a newer one on the same session.",

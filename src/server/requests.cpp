@@ -165,6 +165,10 @@ Result<InfillRequest> parse_infill(std::string_view body, const RequestLimits& l
   std::optional<int64_t> n;
   LAYA_TRY(opt_int(o, "n_predict", -1, lim.max_predict, &n));
   if (n && *n >= 0) r.n_predict = *n;
+  n.reset();
+  LAYA_TRY(opt_int(o, "n", 1, lim.max_completions, &n));  // llama-server's alias of n_cmpl
+  LAYA_TRY(opt_int(o, "n_cmpl", 1, lim.max_completions, &n));
+  if (n) r.n_cmpl = *n;
   LAYA_TRY(opt_number(o, "t_max_predict_ms", -1.0, 1e9, &r.t_max_predict_ms));
   LAYA_TRY(opt_number(o, "t_max_prompt_ms", -1.0, 1e9, &r.t_max_prompt_ms));
   LAYA_TRY(sampling_fields(o, &r.sampling));
@@ -208,7 +212,9 @@ Result<CompletionRequest> parse_completion(std::string_view body, const RequestL
   std::optional<int64_t> n;
   LAYA_TRY(opt_int(o, "max_tokens", 1, lim.max_predict, &n));
   if (n) r.max_tokens = *n;
-  LAYA_TRY(opt_int(o, "n", 1, 1, &n));  // one choice: a second greedy one would be the same text
+  n.reset();
+  LAYA_TRY(opt_int(o, "n", 1, lim.max_completions, &n));
+  if (n) r.n = *n;
   LAYA_TRY(sampling_fields(o, &r.sampling));
   LAYA_TRY(string_list(o, "stop", 4, lim.max_stop_bytes, &r.stop));
   LAYA_TRY(opt_bool(o, "stream", &r.stream));

@@ -38,6 +38,9 @@ struct RequestLimits {
   size_t max_stop_bytes = 256;           // per stop string
   size_t max_response_fields = 64;
   int64_t max_predict = 1024;            // n_predict / max_tokens (the context is checked too, at run time)
+  // n_cmpl / n: completions per request (llama-server caps it at its slots,
+  // --parallel, default 4; each costs a generation here)
+  int64_t max_completions = 4;
   size_t max_tokens_in = 1u << 20;       // /detokenize ids
   // Depth and value count, checked before the body is parsed (core/json.h).
   JsonBounds json{64, (1u << 20) + 64};  // /detokenize's max_tokens_in ids fit
@@ -58,6 +61,9 @@ struct InfillRequest {
   // llama.cpp's default is -1 (until the context is full); laya caps an absent
   // or negative n_predict at the server's --n-predict (a suggestion, not an essay).
   std::optional<int64_t> n_predict;
+  // n_cmpl (llama.cpp's "n" too): this many distinct completions, answered as
+  // an array when > 1 (llama.vscode asks for 3; see http_suggest.cpp).
+  int64_t n_cmpl = 1;
   std::optional<double> t_max_predict_ms;  // > 0: the session's deadline for the decode steps
   std::optional<double> t_max_prompt_ms;   // accepted, not enforced (llama.cpp does not either)
   SamplerParams sampling;                  // greedy unless temperature > 0 is given
@@ -77,6 +83,7 @@ struct CompletionRequest {
   std::string prompt, suffix;
   std::optional<std::string> model;
   int64_t max_tokens = 16;  // OpenAI's default
+  int64_t n = 1;            // choices
   SamplerParams sampling;   // temperature 1 and top_p 1 by default, as OpenAI documents
   std::vector<std::string> stop;
   bool stream = false;

@@ -11,8 +11,15 @@ namespace laya::server {
 
 struct ServerSessions::Entry {
   std::unique_ptr<Session> session;
+  std::string owner;
   std::optional<std::string> name;
-  std::string doc;  // the session's text (a copy, read by route() under mu_)
+  // Under mu_ (read by route()): the session's text (a copy), where its own
+  // part starts, the cursor, and the last suggestion made at that cursor
+  // (empty when none, or when a newer request moved the text since).
+  std::string doc;
+  size_t context_bytes = 0, cursor = 0;
+  std::string shown;
+  uint64_t version = 0;  // one more per request brought here: a late result does not set `shown`
   uint64_t last_used = 0;
   size_t index = 0;
   int in_flight = 0;                 // requests routed here and not finished (under mu_)
@@ -85,36 +92,59 @@ void ServerSessions::evict_for_room() {
   }
 }
 
-std::shared_ptr<ServerSessions::Entry> ServerSessions::route(const std::optional<std::string>& name,
-                                                             std::string_view text, bool* created) {
+size_t ServerSessions::share(const Entry& e, std::string_view own, bool* ahead) {
+  auto affixes = [&](std::string_view doc) {
+    const size_t p = common_prefix_bytes(doc, own);
+    return p + common_suffix_bytes(doc, own, p);
+  };
+  const std::string_view doc = std::string_view(e.doc).substr(e.context_bytes);
+  size_t best = affixes(doc);
+  *ahead = false;
+  if (!e.shown.empty() && best < own.size()) {
+    const size_t at = e.cursor - e.context_bytes;
+    std::string accepted;
+    accepted.reserve(doc.size() + e.shown.size());
+    accepted.append(doc.substr(0, at)).append(e.shown).append(doc.substr(at));
+    const size_t s = affixes(accepted);
+    if (s > best) best = s, *ahead = true;
+  }
+  return best;
+}
+
+std::shared_ptr<ServerSessions::Entry> ServerSessions::route(const RequestFrom& from, std::string_view text,
+                                                             bool* created) {
   *created = false;
   std::shared_ptr<Entry> best;
-  if (name) {
+  bool best_ahead = false;
+  if (from.name) {
     for (auto& e : entries_)
-      if (e->name == name) best = e;
+      if (e->owner == from.owner && e->name == from.name) best = e;
   } else {
+    const std::string_view own = text.substr(from.context_bytes);
     size_t best_share = 0;
     for (auto& e : entries_) {
-      if (e->name) continue;
-      const size_t p = common_prefix_bytes(e->doc, text);
-      const size_t share = p + common_suffix_bytes(e->doc, text, p);
-      if (!best || share > best_share) best = e, best_share = share;
+      if (e->name || e->owner != from.owner) continue;
+      bool ahead = false;
+      const size_t s = share(*e, own, &ahead);
+      if (!best || s > best_share) best = e, best_share = s, best_ahead = ahead;
     }
-    // Another document when under half of the request's text is shared
+    // Another document when under half of the request's own text is shared
     // (an empty text goes to any unnamed session: nothing to lose).
-    if (best && 2 * best_share < text.size()) best.reset();
+    if (best && 2 * best_share < own.size()) best.reset();
   }
   if (!best) {
     evict_for_room();
     best = std::make_shared<Entry>();
     best->session = std::make_unique<Session>(slot_, opt_.session);
-    best->name = name;
+    best->owner = from.owner;
+    best->name = from.name;
     best->index = next_index_++;
     entries_.push_back(best);
     *created = true;
     ++stats_.created;
   } else {
     ++stats_.routed_existing;
+    stats_.routed_ahead += best_ahead ? 1 : 0;
   }
   best->last_used = ++clock_;
   ++best->in_flight;
@@ -122,8 +152,8 @@ std::shared_ptr<ServerSessions::Entry> ServerSessions::route(const std::optional
   return best;
 }
 
-Result<ServedSuggestion> ServerSessions::suggest(const std::optional<std::string>& name, std::string_view text,
-                                                 size_t cursor, const SuggestOptions& opt,
+Result<ServedSuggestion> ServerSessions::suggest(const RequestFrom& from, std::string_view text, size_t cursor,
+                                                 const SuggestOptions& opt,
                                                  const std::function<bool(std::string_view)>& on_piece) {
   size_t n_cp = 0, bad = 0;
   if (!utf8::count(text, &n_cp, &bad))
@@ -131,11 +161,14 @@ Result<ServedSuggestion> ServerSessions::suggest(const std::optional<std::string
   if (cursor > text.size() ||
       (cursor < text.size() && utf8::is_continuation(static_cast<unsigned char>(text[cursor]))))
     return Status(StatusCode::kInvalidArgument, fmt::format("cursor byte {} is not on a character boundary", cursor));
+  if (from.context_bytes > cursor)
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("the context ends at byte {}, after the cursor (byte {})", from.context_bytes, cursor));
   std::shared_ptr<Entry> e;
   bool created = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    e = route(name, text, &created);
+    e = route(from, text, &created);
   }
   // Always give the in-flight count back, however this request ends.
   struct Release {
@@ -150,13 +183,19 @@ Result<ServedSuggestion> ServerSessions::suggest(const std::optional<std::string
   out.session_index = e->index;
   out.new_session = created;
   auto w = std::make_shared<Waiter>();
-  uint64_t ticket = 0;
+  uint64_t ticket = 0, version = 0;
   {
     std::lock_guard<std::mutex> turn(e->submit);
     LAYA_TRY(bring_to(*e->session, text, cursor));
     {
       std::lock_guard<std::mutex> lock(mu_);
-      e->doc.assign(text);
+      if (!from.alternative || e->doc != text) {
+        e->doc.assign(text);
+        e->context_bytes = from.context_bytes;
+        e->cursor = cursor;
+        e->shown.clear();
+        version = ++e->version;
+      }
     }
     SuggestCallbacks cb;
     cb.on_piece = [w](uint64_t, std::string_view piece) {
@@ -199,6 +238,10 @@ Result<ServedSuggestion> ServerSessions::suggest(const std::optional<std::string
     return out;
   }
   out.suggestion = std::move(w->suggestion);
+  if (!out.suggestion.cancelled && version != 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (e->version == version) e->shown = out.suggestion.text;
+  }
   return out;
 }
 

@@ -12,8 +12,25 @@
 // under half of the request's text it is another document: a new session, the
 // least recently used one without a request in flight making room when
 // --max-sessions are resident (its KV blocks stay cached in the pool, keyed by
-// content, until the pool needs them). A client may also name its session
-// ("session": "name"), which is then used for that name alone.
+// content, until the pool needs them).
+//
+// What is compared is the document's own text: the context chunks a plugin
+// puts in front of it (llama.vim's ring of chunks from other buffers, which
+// changes as the user moves between files) are left out, or every change of
+// that ring would look like another document (measured with
+// bench/plugin_stream.py: 89 of 234 llama.vim requests made a new session).
+// A session is also compared as if its last suggestion had been accepted,
+// because the plugins ask ahead for exactly that text (llama.vim's request
+// "as if the completion was already inserted"): such a look-ahead goes to the
+// session that made the suggestion, whose tokens it already holds, even when
+// the suggestion is longer than the rest of a short buffer.
+//
+// Routing is per owner (RequestFrom::owner: the API key a request used and
+// the client's address): a request is only ever compared with, routed to, or
+// allowed to supersede the documents of its own owner, so two users typing
+// near-identical files never share or cancel a session. A client may also name
+// its session ("session": "name"), which is then used for that name (and
+// owner) alone.
 //
 // The chosen session is brought to the request's text with one edit (the
 // bytes between the common prefix and suffix) and a cursor move, so the
@@ -59,7 +76,18 @@ struct ServedSuggestion {
 
 struct ServerSessionStats {
   int64_t requests = 0, routed_existing = 0, created = 0, evicted = 0, superseded = 0;
+  int64_t routed_ahead = 0;  // of routed_existing: matched as the session's text with its suggestion accepted
   size_t resident = 0;
+};
+
+// Who a request comes from and which part of its text is the document's own.
+struct RequestFrom {
+  std::string owner;                // the identity routing keeps apart (see the top)
+  std::optional<std::string> name;  // a named session ("session"), of this owner
+  size_t context_bytes = 0;         // the text's first bytes are context chunks, not the document
+  // Another completion of the text just answered (n_cmpl > 1): the suggestion
+  // a look-ahead is matched against stays the first completion's.
+  bool alternative = false;
 };
 
 class ServerSessions {
@@ -74,10 +102,10 @@ class ServerSessions {
   ~ServerSessions();
 
   // One suggestion for `text` with the cursor at byte `cursor` (valid UTF-8,
-  // cursor on a character boundary; else kInvalidArgument). on_piece is
-  // called with each piece; returning false stops the suggestion (what exists
-  // is returned with `stopped`). `name`: a named session (see the top).
-  Result<ServedSuggestion> suggest(const std::optional<std::string>& name, std::string_view text, size_t cursor,
+  // cursor on a character boundary, context_bytes <= cursor; else
+  // kInvalidArgument). on_piece is called with each piece; returning false
+  // stops the suggestion (what exists is returned with `stopped`).
+  Result<ServedSuggestion> suggest(const RequestFrom& from, std::string_view text, size_t cursor,
                                    const SuggestOptions& opt,
                                    const std::function<bool(std::string_view piece)>& on_piece = {});
 
@@ -88,7 +116,9 @@ class ServerSessions {
 
  private:
   struct Entry;
-  std::shared_ptr<Entry> route(const std::optional<std::string>& name, std::string_view text, bool* created);
+  std::shared_ptr<Entry> route(const RequestFrom& from, std::string_view text, bool* created);
+  // The share of `text` (the document's own part) with entry e's (see the top).
+  static size_t share(const Entry& e, std::string_view own, bool* ahead);
   void evict_for_room();
   // Brings `s` to `text` with the cursor at byte `cursor`: one edit and a move.
   static Status bring_to(Session& s, std::string_view text, size_t cursor);

@@ -90,9 +90,14 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--host", ho.host, "address to listen on (default 127.0.0.1: this machine only)");
   app.add_option("--port", ho.port, "port (default 8012, llama.vim's and llama.vscode's; 0: any free port)")
       ->transform(int_in(0, 65535));
-  app.add_option("--api-key", ho.api_key, "require \"Authorization: Bearer KEY\" on every endpoint but /health");
+  app.add_option("--api-key", ho.api_keys,
+                 "require \"Authorization: Bearer KEY\" on every endpoint but /health; give it once per user "
+                 "(each key's documents are its own: docs/SERVING.md)");
   app.add_option("--max-sessions", max_sessions, "documents kept warm (each its own session and KV)")
       ->transform(int_in(1, 100000));
+  app.add_option("--max-completions", ho.limits.max_completions,
+                 "most completions one request may ask for (n_cmpl, n); each costs a generation")
+      ->transform(int_in(1, 16));
   app.add_option("--n-predict", ho.default_predict, "tokens per suggestion when a request gives none")
       ->transform(int_in(1, 1024));
   app.add_option("--max-ctx", max_ctx, "context cap in tokens (and the model's own)")->transform(int_in(64, 1 << 20));
@@ -113,7 +118,7 @@ int cmd_serve(int argc, char** argv) {
   flags.add_to(app, true);
   if (auto rc = parse_args(app, argc, argv, "serve")) return *rc;
   heap_return_large_blocks();  // a large request's memory goes back when it ends (core/heap.h)
-  if (ho.api_key.empty() && ho.host != "127.0.0.1" && ho.host != "localhost" && ho.host != "::1")
+  if (ho.api_keys.empty() && ho.host != "127.0.0.1" && ho.host != "localhost" && ho.host != "::1")
     warn("serve", fmt::format("listening on {} without --api-key: anyone who can reach this address can use the model",
                               ho.host));
   // KV for every resident session to hold a full context, unless --kv-budget
