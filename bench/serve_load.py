@@ -176,7 +176,9 @@ def main():
     traces = [load_trace(p) for p in a.traces]
     pin = ["taskset", "-c", a.server_cpus] if a.server_cpus else []
     srv = subprocess.Popen(pin + [a.laya, "serve", "-m", a.model, "--port", "0", "-t", str(a.threads),
-                            "--max-sessions", str(max(64, a.clients + 8))],
+                            "--max-sessions", str(max(64, a.clients + 8)),
+                            # every simulated user is on 127.0.0.1: no per-address cap, a slot per client
+                            "--max-connections-per-client", "0", "--max-connections", str(max(128, a.clients + 8))],
                            stderr=subprocess.PIPE, text=True)
     port = None
     err = ""

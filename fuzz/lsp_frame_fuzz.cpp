@@ -6,13 +6,18 @@
 //     reader ends (EOF) within a bounded number of frames;
 //   - offset_of lands on a character boundary inside the text, with a code
 //     point count that matches its byte offset;
-//   - position_of then offset_of gives back the same offset, in every encoding.
+//   - position_of then offset_of gives back the same offset, in every encoding;
+//   - each body goes through the server's bounded JSON parse (core/json.h)
+//     with small bounds the fuzzer can reach (fuzz/lsp_frame.dict holds
+//     brackets and lengths): a body the bounds refuse names the bound, and
+//     one that parses holds no more values than the bounds allow.
 // No crash, no sanitizer report, no hang.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "core/json.h"
 #include "core/utf8.h"
 #include "server/jsonrpc_stream.h"
 #include "server/utf16.h"
@@ -55,6 +60,28 @@ void check_positions(std::string_view text, const uint8_t* seed, size_t n_seed) 
   }
 }
 
+// Counts a parsed document's values and depth (recursion is fine: the bound
+// is 8 levels).
+size_t count_values(const nlohmann::json& j, size_t depth, size_t* max_depth) {
+  *max_depth = std::max(*max_depth, depth);
+  size_t n = 1;
+  if (j.is_structured())
+    for (const auto& v : j) n += count_values(v, depth + 1, max_depth);
+  return n;
+}
+
+void check_bounded_parse(std::string_view body) {
+  const laya::JsonBounds bounds{8, 64};
+  auto j = laya::parse_json(body, "message", bounds);
+  if (!j.ok()) {
+    if (j.status().message().find("message: ") != 0) __builtin_trap();  // names the document
+    return;
+  }
+  size_t depth = 0;
+  // Scalars sit one level below their container: max_depth containers put them at max_depth.
+  if (count_values(*j, 0, &depth) > bounds.max_values || depth > bounds.max_depth) __builtin_trap();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -73,6 +100,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       continue;
     }
     if (f.body.size() > kMaxBodyBytes) __builtin_trap();
+    check_bounded_parse(f.body);
     check_positions(f.body, data, size);
   }
   return 0;

@@ -3,12 +3,15 @@
 // is the body. Each parser must return a request within the limits or an
 // error naming the field; a parsed request's stops must cut its text without
 // reading out of bounds. No crash, no sanitizer report, no hang, no huge
-// allocation (libFuzzer's -rss_limit_mb).
+// allocation (libFuzzer's -rss_limit_mb). A body the JSON bounds refuse is
+// refused by every parser with a message naming the bound, whatever else is
+// wrong with it (the bounds are checked before the parse).
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "core/json.h"
 #include "server/requests.h"
 
 namespace {
@@ -22,6 +25,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   lim.max_text_bytes = 4096;  // small limits so the fuzzer reaches them
   lim.max_extra_chunks = 4;
   lim.max_stop_strings = 4;
+  lim.json = {8, 64};  // depth and values within the fuzzer's reach (fuzz/server_request.dict: brackets)
+  if (!laya::check_json_bounds(body, "request body", lim.json).ok()) {
+    auto r = laya::server::parse_tokenize(body, lim);
+    if (r.ok() || (r.status().message().find("nested deeper") == std::string::npos &&
+                   r.status().message().find("JSON values") == std::string::npos))
+      __builtin_trap();
+    return 0;
+  }
   switch (data[0] % 4) {
     case 0: {
       auto r = laya::server::parse_infill(body, lim);

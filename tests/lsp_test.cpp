@@ -315,8 +315,11 @@ TEST(LspServer, ProtocolErrors) {
   EXPECT_EQ(error_code(h.only_reply()), rpc::kParseError);
   h.send(json::array({1, 2}));
   EXPECT_EQ(error_code(h.only_reply()), rpc::kInvalidRequest);
-  h.server->handle_body(std::string(100000, '[') + std::string(100000, ']'));  // deep, not a crash
-  EXPECT_EQ(error_code(h.only_reply()), rpc::kInvalidRequest);
+  // Deep: refused before parsing (issue 29: a 16 MiB "[[[[..." frame kept 1.19 GB).
+  h.server->handle_body(std::string(100000, '[') + std::string(100000, ']'));
+  json deep = h.only_reply();
+  EXPECT_EQ(error_code(deep), rpc::kParseError);
+  EXPECT_NE(error_message(deep).find("nested deeper than 64 levels"), std::string::npos) << deep.dump();
   h.send({{"id", 3}, {"method", "shutdown"}});  // no "jsonrpc"
   EXPECT_EQ(error_code(h.only_reply()), rpc::kInvalidRequest);
   h.send({{"jsonrpc", "2.0"}, {"id", json::object()}, {"method", "x"}});

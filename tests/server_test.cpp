@@ -136,6 +136,29 @@ TEST(ServerRequests, HostileBodiesNameTheField) {
   EXPECT_TRUE(parse_detokenize("{\"tokens\": [0, 99]}", lim, 100).ok());
 }
 
+// Issue 29: an 8 MB body of "[[[[..." took ~580 MB to parse. Depth and value
+// count are checked by a scan that allocates nothing, before the parser runs;
+// brackets and commas inside strings do not count.
+TEST(ServerRequests, JsonDepthAndValuesAreBoundedBeforeParsing) {
+  RequestLimits lim;
+  lim.json = {8, 100};
+  auto deep = parse_infill(std::string(9, '[') + std::string(9, ']'), lim);
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.status().message().find("nested deeper than 8 levels at byte 8"), std::string::npos)
+      << deep.status().message();
+  std::string many = "{\"input_extra\": [";
+  for (int i = 0; i < 100; ++i) many += "{},";
+  many += "{}]}";
+  auto wide = parse_infill(many, lim);
+  ASSERT_FALSE(wide.ok());
+  EXPECT_NE(wide.status().message().find("more than 100 JSON values"), std::string::npos) << wide.status().message();
+  // Eight levels and brackets, commas and escaped quotes inside strings: accepted.
+  auto fine = parse_infill(R"({"input_prefix": "[[[[[[[[[[,,,,\"{{{{{{{{{{", "input_extra": [[[[[[]]]]]]})", lim);
+  EXPECT_FALSE(fine.ok());  // input_extra's items are not objects: the parser ran
+  EXPECT_EQ(fine.status().message().find("nested"), std::string::npos) << fine.status().message();
+  EXPECT_TRUE(parse_infill(R"({"input_prefix": "[[[[[[[[[[\\", "prompt": "]]]"})", lim).ok());
+}
+
 TEST(ServerRequests, StopsAndIndentAsLlamaCpp) {
   std::string t = "abc STOP def";
   EXPECT_TRUE(apply_stops(&t, {"STOP"}, 0));

@@ -53,6 +53,45 @@ Result<nlohmann::json> parse_json(std::string_view text, const std::string& what
   }
 }
 
+Status check_json_bounds(std::string_view text, const std::string& what, const JsonBounds& bounds) {
+  size_t depth = 0, values = 1;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;  // the escaped byte cannot end the string
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    switch (c) {
+      case '"': in_string = true; break;
+      case '[':
+      case '{':
+        if (++depth > bounds.max_depth)
+          return Status(StatusCode::kInvalidArgument,
+                        fmt::format("{}: JSON nested deeper than {} levels at byte {}", what, bounds.max_depth, i));
+        ++values;
+        break;
+      case ']':
+      case '}':
+        if (depth > 0) --depth;
+        break;
+      case ',': ++values; break;
+      default: break;
+    }
+    if (values > bounds.max_values)
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("{}: more than {} JSON values (arrays, objects and their items) at byte {}", what,
+                                bounds.max_values, i));
+  }
+  return Status::Ok();
+}
+
+Result<nlohmann::json> parse_json(std::string_view text, const std::string& what, const JsonBounds& bounds) {
+  LAYA_TRY(check_json_bounds(text, what, bounds));
+  return parse_json(text, what);
+}
+
 const char* json_type_name(const nlohmann::json& v) {
   switch (v.type()) {
     case nlohmann::json::value_t::null: return "null";

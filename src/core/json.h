@@ -23,6 +23,26 @@ namespace laya {
 // "trace line 3"). A syntax error is kCorrupt: "<what>: malformed JSON at byte N: ...".
 Result<nlohmann::json> parse_json(std::string_view text, const std::string& what);
 
+// What a document from the network may cost before it is parsed. nlohmann
+// builds a 16-byte value plus a container allocation per bracket, so an 8 MB
+// body of "[[[[..." took ~580 MB to parse (issue 29); these bounds make the
+// cost of an accepted body proportional to what a client legitimately sends.
+struct JsonBounds {
+  size_t max_depth = 64;          // nested arrays/objects; laya's requests use at most 5
+  size_t max_values = 1u << 20;   // arrays, objects and their items; /detokenize's ids are the largest list
+};
+
+// Counts depth and values in one pass over `text` that allocates nothing
+// (strings are skipped, escapes honoured; the syntax is left to the parser):
+// kInvalidArgument "<what>: JSON nested deeper than 64 levels at byte N" or
+// "<what>: more than N JSON values ...". Values are counted from the
+// brackets and commas, so a container counts once and each item once.
+Status check_json_bounds(std::string_view text, const std::string& what, const JsonBounds& bounds);
+
+// check_json_bounds, then parse_json: a hostile body is refused before a byte
+// of it is allocated.
+Result<nlohmann::json> parse_json(std::string_view text, const std::string& what, const JsonBounds& bounds);
+
 // The type of a JSON value as messages name it: "null", "boolean", "integer",
 // "float", "string", "array", "object" (nlohmann's type_name() says "number"
 // for both kinds of number, which does not tell why 3.0 is not an integer).

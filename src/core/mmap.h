@@ -30,11 +30,19 @@ class MappedFile {
   Status lock();
 
   // kIo when the file was truncated or rewritten in place since it was
-  // mapped (fstat of the open descriptor: size or modification time differ).
-  // Reading a page past a truncated end raises SIGBUS, so callers check this
-  // before each use of the mapping; a truncation while a read is in progress
-  // cannot be caught (replace files by renaming a new one over them: the
-  // mapping keeps the old one). ~0.6 us; borrowed memory is always Ok.
+  // mapped (fstat of the open descriptor: size or modification time differ),
+  // or when a read of the mapping found a page past a truncated end. Callers
+  // check this after reading the mapping (a load) and before each use of it
+  // (a forward pass). ~0.6 us; borrowed memory is always Ok.
+  //
+  // Reading a page past a truncated end raises SIGBUS, which would end the
+  // process (issue 29: `cp` over a model while /admin/model loaded it killed
+  // the server). open() therefore registers each mapping with a SIGBUS
+  // handler that maps zero pages over the rest of a mapping that faulted and
+  // marks it: the read in progress continues on zeros and this check then
+  // fails, so the load fails cleanly and the old model keeps serving. A
+  // fault outside every registered mapping goes to the previous handler (the
+  // default: the process ends, as it should for a real bus error).
   Status check_unchanged() const;
 
  private:
@@ -44,6 +52,7 @@ class MappedFile {
   size_t size_ = 0;
   bool owned_ = false;
   int fd_ = -1;                // kept open for check_unchanged()
+  int guard_ = -1;             // slot in the SIGBUS handler's table; -1: not guarded
   int64_t mtime_ns_ = 0;       // at open
   std::string path_;
 };

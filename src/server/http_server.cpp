@@ -10,6 +10,7 @@
 
 #include "core/json.h"
 #include "core/utf8.h"
+#include "server/http_guard.h"
 #include "session/model_slot.h"
 #include "tokenizer/tokenizer.h"
 
@@ -38,6 +39,7 @@ const char* error_type(int code) {
     case 404: return "not_found_error";
     case 413: return "invalid_request_error";
     case 403: return "permission_error";
+    case 408: return "timeout_error";
     case 409: return "cancelled";
     case 422: return "invalid_model_error";
     case 500: return "server_error";
@@ -50,13 +52,9 @@ const char* error_type(int code) {
 }  // namespace
 
 HttpServer::HttpServer(ServerSessions& sessions, const HttpOptions& opt)
-    : sessions_(sessions), opt_(opt), svr_(std::make_unique<httplib::Server>()) {
-  const int threads = std::max(1, opt_.http_threads);
-  svr_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+    : sessions_(sessions), opt_(opt), svr_(std::make_unique<GuardedServer>(opt.conn, opt.limits.max_body_bytes)) {
   svr_->set_payload_max_length(opt_.limits.max_body_bytes);
-  svr_->set_read_timeout(opt_.read_timeout_s, 0);
   svr_->set_write_timeout(opt_.write_timeout_s, 0);
-  svr_->set_keep_alive_timeout(5);
   // Without TCP_NODELAY a response written in two parts (headers, body) waits
   // for the client's delayed ACK: 40 ms per request on Linux loopback
   // (measured: /infill p50 44 ms client side vs 2.3 ms in the server).
@@ -78,6 +76,7 @@ Status HttpServer::bind() {
   } else {
     port_ = svr_->bind_to_port(opt_.host, opt_.port) ? opt_.port : -1;
   }
+  if (port_ >= 0) svr_->widen_backlog();
   if (port_ < 0)
     return Status(StatusCode::kIo, fmt::format("cannot listen on {}:{} ({}; is another server on that port, or "
                                                "is the host not an address of this machine?)",
@@ -144,6 +143,13 @@ SessionGauges HttpServer::gauges() const {
   g.routed_ahead = s.routed_ahead;
   g.swaps = sessions_.slot().swaps();
   g.swaps_failed = swaps_failed_.load();
+  const GuardCounters& c = svr_->counters();
+  g.connections_held = svr_->held();
+  g.refused_busy = c.refused_busy.load();
+  g.refused_client = c.refused_client.load();
+  g.timed_out = c.timed_out.load();
+  g.too_large = c.too_large.load();
+  g.idle_closed = c.idle_closed.load();
   return g;
 }
 
@@ -161,7 +167,7 @@ void HttpServer::admin_model(const httplib::Request& req, httplib::Response& res
   const char* ep = "/admin/model";
   if (opt_.api_keys.empty())
     return error(res, 403, "/admin/model needs the server to run with --api-key (it loads a file of this machine)", ep);
-  auto body = parse_json(req.body, "request body");
+  auto body = parse_json(req.body, "request body", opt_.limits.json);
   if (!body.ok()) return error(res, 400, body.status().message(), ep);
   auto path = json_string(*body, "model", "request");
   if (!path.ok()) return error(res, 400, path.status().message(), ep);
@@ -181,13 +187,33 @@ void HttpServer::routes() {
   svr_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     request_note() = RequestNote{};
     request_note().start = std::chrono::steady_clock::now();
+    const RequestGuard* g = request_guard();
+    if (g && g->health_only && req.path != "/health") {
+      error(res, 503, fmt::format("server busy: all {} connections (--max-connections) are held; this one was "
+                                  "kept for GET /health; retry shortly", opt_.conn.max_connections), "busy");
+      res.set_header("Retry-After", "1");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (req.path == "/health" || authorized(req)) return httplib::Server::HandlerResponse::Unhandled;
     error(res, 401, "missing or wrong API key (send \"Authorization: Bearer KEY\")", "auth");
     return httplib::Server::HandlerResponse::Handled;
   });
   svr_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-    // Statuses httplib sets itself: 404 (no route), 413 (body past the limit), 400 (bad framing).
+    // Statuses httplib sets itself: 404 (no route), 413 (body past the limit), 400 (bad framing),
+    // and a read the guard ended (http_guard.h): it says why.
     if (!res.body.empty()) return;
+    if (const RequestGuard* g = request_guard(); g && (g->timed_out || g->body_too_large || g->headers_too_large)) {
+      res.set_header("Connection", "close");  // the rest of the request is unread: the guard closes it
+      if (g->timed_out)
+        return error(res, 408, fmt::format("request not received whole within {} s of its start (--request-timeout)",
+                                           opt_.conn.request_timeout_s), "error");
+      if (g->headers_too_large)
+        return error(res, 431, fmt::format("request line and headers past the limit of {} bytes",
+                                           opt_.conn.max_header_bytes), "error");
+      return error(res, 413, fmt::format("request body past the limit of {} bytes{}", opt_.limits.max_body_bytes,
+                                         req.has_header("Transfer-Encoding") ? " (chunked: stopped reading there)" : ""),
+                   "error");
+    }
     std::string msg = res.status == 404   ? fmt::format("no endpoint {} {}", req.method, req.path)
                       : res.status == 413 ? fmt::format("request body past the limit of {} bytes",
                                                         opt_.limits.max_body_bytes)

@@ -14,7 +14,11 @@
 // Safe by default: loopback unless the host says otherwise; with an API key
 // every endpoint but /health needs "Authorization: Bearer KEY" (compared in
 // constant time); bodies past RequestLimits::max_body_bytes are refused (413)
-// before they are read; read/write timeouts end a stalled client; every
+// before they are read, chunked ones when they reach it; a request must
+// arrive whole within --request-timeout, connections are capped in total and
+// per client with a reserve for /health, and past a cap the answer is 503 at
+// once (http_guard.h); JSON past RequestLimits::json is refused before it is
+// parsed; every
 // malformed request is a 400 naming the field (requests.h); errors use
 // OpenAI's / llama.cpp's shape {"error": {"code", "message", "type"}}.
 #pragma once
@@ -26,6 +30,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "server/connection_limits.h"
 #include "server/metrics.h"
 #include "server/request_log.h"
 #include "server/requests.h"
@@ -39,14 +44,16 @@ struct Response;
 
 namespace laya::server {
 
+class GuardedServer;
+
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8012;  // llama.vim's and llama.vscode's default endpoint; 0: any free port
   // Keys a request must carry (any one of them; none: no key needed). Each
   // key is its own owner of documents (server_sessions.h: routing is per owner).
   std::vector<std::string> api_keys;
-  int http_threads = 128;  // one per open connection (keep-alive holds its thread): 100 editors fit
-  int read_timeout_s = 30, write_timeout_s = 30;
+  ConnectionLimits conn;  // connections, per client, /health reserve, request deadline (connection_limits.h)
+  int write_timeout_s = 30;
   int64_t default_predict = 32;  // tokens when a request gives no (or a negative) n_predict
   RequestLimits limits;
   // The request log (request_log.h): a line per request on stderr, and/or
@@ -96,7 +103,7 @@ class HttpServer {
 
   ServerSessions& sessions_;
   HttpOptions opt_;
-  std::unique_ptr<httplib::Server> svr_;
+  std::unique_ptr<GuardedServer> svr_;
   int port_ = -1;
   ServerMetrics metrics_;
   std::unique_ptr<RequestLog> log_;  // null: no request log

@@ -5,6 +5,7 @@
 #include <utility>
 #include <fmt/format.h>
 
+#include "core/heap.h"
 #include "core/json.h"
 #include "core/shown.h"
 
@@ -76,6 +77,10 @@ int LspServer::run(FrameReader& in) {
       continue;
     }
     handle_body(f.body);
+    if (f.body.size() >= kGiveBackAfterBytes) {
+      f = Frame{};
+      heap_give_back();
+    }
   }
   // After `exit` the answers in flight are moot: they end now (empty lists).
   // At EOF they are let finish: input piped from a file still gets them.
@@ -87,7 +92,7 @@ int LspServer::run(FrameReader& in) {
 }
 
 void LspServer::handle_body(std::string_view body) {
-  auto msg = parse_json(body, "message");
+  auto msg = parse_json(body, "message", opt_.json);
   if (!msg.ok()) {
     reply(rpc_error(nullptr, rpc::kParseError, msg.status().message()));
     return;

@@ -48,6 +48,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json.h"
 #include "core/status.h"
 #include "server/jsonrpc_stream.h"
 #include "server/utf16.h"
@@ -69,6 +70,9 @@ struct LspOptions {
   // One log line per completion: the time from the request to the reply,
   // and the suggestion's own (to tell the server's overhead from the model's).
   bool log_timings = false;
+  // Depth and value count of a message, checked before it is parsed: a
+  // 16 MiB frame of "[[[[..." kept 1.19 GB (issue 29).
+  JsonBounds json;
   // Where diagnostics go (stdout is the protocol): stderr when empty. Called
   // on the reader thread, and with log_timings also on the scheduler's worker.
   std::function<void(std::string_view)> log;

@@ -85,6 +85,17 @@ std::string ServerMetrics::render(const SessionGauges& g) const {
   counter("laya_model_swaps_total", "Model swaps done.", static_cast<uint64_t>(g.swaps));
   counter("laya_model_swaps_failed_total", "Model swaps refused (the old model kept serving).",
           static_cast<uint64_t>(g.swaps_failed));
+  gauge("laya_connections_held", "Connections open now (each holds a thread).", static_cast<double>(g.connections_held));
+  counter("laya_connections_refused_busy_total", "Connections answered 503: every slot held.",
+          static_cast<uint64_t>(g.refused_busy));
+  counter("laya_connections_refused_client_total", "Connections answered 503: the client's address held its cap.",
+          static_cast<uint64_t>(g.refused_client));
+  counter("laya_requests_timed_out_total", "Requests not received whole within --request-timeout (408).",
+          static_cast<uint64_t>(g.timed_out));
+  counter("laya_requests_too_large_total", "Requests stopped at the header or body limit while read (413, 431).",
+          static_cast<uint64_t>(g.too_large));
+  counter("laya_idle_connections_closed_total", "Idle keep-alive connections closed to give their thread back.",
+          static_cast<uint64_t>(g.idle_closed));
   return o;
 }
 

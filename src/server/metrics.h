@@ -34,6 +34,8 @@ struct SessionGauges {
   size_t resident = 0;
   int64_t created = 0, evicted = 0, superseded = 0, routed_existing = 0, routed_ahead = 0;
   int64_t swaps = 0, swaps_failed = 0;
+  // Connections (http_guard.h).
+  int64_t connections_held = 0, refused_busy = 0, refused_client = 0, timed_out = 0, too_large = 0, idle_closed = 0;
 };
 
 class ServerMetrics {

@@ -17,8 +17,8 @@ Status bad(std::string msg) { return Status(StatusCode::kInvalidArgument, std::m
 // The checked accessors say kCorrupt (a file's wording); a request's error is the client's.
 Status as_invalid(const Status& st) { return st.ok() ? st : bad(st.message()); }
 
-Result<json> parse_object(std::string_view body) {
-  auto j = parse_json(body, "request body");
+Result<json> parse_object(std::string_view body, const RequestLimits& lim) {
+  auto j = parse_json(body, "request body", lim.json);
   if (!j.ok()) return as_invalid(j.status());
   if (!j->is_object()) return bad(fmt::format("request body: expected a JSON object, got {}", json_type_name(*j)));
   return std::move(j).value();
@@ -150,7 +150,7 @@ Status check_total(size_t total, const RequestLimits& lim) {
 }  // namespace
 
 Result<InfillRequest> parse_infill(std::string_view body, const RequestLimits& lim) {
-  auto jr = parse_object(body);
+  auto jr = parse_object(body, lim);
   if (!jr.ok()) return jr.status();
   const json& o = *jr;
   InfillRequest r;
@@ -189,7 +189,7 @@ Result<InfillRequest> parse_infill(std::string_view body, const RequestLimits& l
 }
 
 Result<CompletionRequest> parse_completion(std::string_view body, const RequestLimits& lim) {
-  auto jr = parse_object(body);
+  auto jr = parse_object(body, lim);
   if (!jr.ok()) return jr.status();
   const json& o = *jr;
   CompletionRequest r;
@@ -229,7 +229,7 @@ Result<CompletionRequest> parse_completion(std::string_view body, const RequestL
 }
 
 Result<ChatRequest> parse_chat(std::string_view body, const RequestLimits& lim) {
-  auto jr = parse_object(body);
+  auto jr = parse_object(body, lim);
   if (!jr.ok()) return jr.status();
   const json& o = *jr;
   ChatRequest r;
@@ -287,7 +287,7 @@ Result<ChatRequest> parse_chat(std::string_view body, const RequestLimits& lim) 
 }
 
 Result<TokenizeRequest> parse_tokenize(std::string_view body, const RequestLimits& lim) {
-  auto jr = parse_object(body);
+  auto jr = parse_object(body, lim);
   if (!jr.ok()) return jr.status();
   const json& o = *jr;
   TokenizeRequest r;
@@ -302,7 +302,7 @@ Result<TokenizeRequest> parse_tokenize(std::string_view body, const RequestLimit
 }
 
 Result<DetokenizeRequest> parse_detokenize(std::string_view body, const RequestLimits& lim, int64_t n_vocab) {
-  auto jr = parse_object(body);
+  auto jr = parse_object(body, lim);
   if (!jr.ok()) return jr.status();
   const json& o = *jr;
   if (!o.contains("tokens")) return bad("request: missing field \"tokens\"");

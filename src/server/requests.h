@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/json.h"
 #include "core/status.h"
 #include "sampling/sampler.h"
 #include "session/chat.h"
@@ -41,6 +42,8 @@ struct RequestLimits {
   // --parallel, default 4; each costs a generation here)
   int64_t max_completions = 4;
   size_t max_tokens_in = 1u << 20;       // /detokenize ids
+  // Depth and value count, checked before the body is parsed (core/json.h).
+  JsonBounds json{64, (1u << 20) + 64};  // /detokenize's max_tokens_in ids fit
 };
 
 struct ExtraChunk {

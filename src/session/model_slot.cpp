@@ -56,6 +56,10 @@ Result<std::shared_ptr<const ModelBundle>> ModelSlot::load(const std::string& pa
       !st.ok())
     return step_error("tokenizer", st);
   b->tokenizer = std::shared_ptr<const tok::Tokenizer>(std::move(t).value());
+  // The file must still be what was parsed: a truncation during the load
+  // read zeros (MappedFile::check_unchanged), and so checks after each step
+  // that reads it; Engine::create checks after packing.
+  if (Status st = model.check_files_unchanged(); !st.ok()) return step_error("load", st);
   EngineOptions eo = opt.engine;
   eo.background = background;
   const int64_t train = model.hparams().n_ctx_train;
@@ -65,6 +69,7 @@ Result<std::shared_ptr<const ModelBundle>> ModelSlot::load(const std::string& pa
   b->engine = std::shared_ptr<Engine>(std::move(e).value());
   (void)b->tokenizer->prefix_index();  // built here, not by the first session's first keystroke
   if (Status st = probe(*b); !st.ok()) return step_error("probe", st);
+  if (Status st = model.check_files_unchanged(); !st.ok()) return step_error("probe", st);
   b->id = g_next_bundle_id.fetch_add(1);
   b->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return std::shared_ptr<const ModelBundle>(std::move(b));
@@ -172,6 +177,11 @@ Status ModelSlot::swap_locked(const std::string& path) {
                                                  b.status().message(), current()->path));
   }
   prewarm(b.value());
+  // Last look before the switch: a file shrunk or rewritten during the
+  // prewarm would otherwise become the serving model and fail every request.
+  if (Status st = b.value()->model->check_files_unchanged(); !st.ok())
+    return Status(st.code(), fmt::format("swap to {}: {} (the current model, {}, keeps serving)", path, st.message(),
+                                         current()->path));
   // Full width from the first keystroke on: its workers start then, on that
   // keystroke's thread, at its priority (ThreadPool's solo start).
   b.value()->engine->set_background(false);

@@ -35,7 +35,11 @@ run_one() {
   # New inputs go to a scratch corpus; the committed seeds are read only.
   local work="$BUILD_DIR/fuzz-corpus/$target"
   mkdir -p "$work"
-  if ! "$BUILD_DIR/fuzz/${target}_fuzz" \
+  # A dictionary where the target has one (fuzz/<target>.dict): the JSON
+  # depth and size shapes and the framing's lengths (issue 29).
+  local dict=()
+  [ -f "$ROOT/fuzz/${target}.dict" ] && dict=(-dict="$ROOT/fuzz/${target}.dict")
+  if ! "$BUILD_DIR/fuzz/${target}_fuzz" "${dict[@]}" \
       -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
       -print_final_stats=1 -artifact_prefix="$ART/${target}-" \
       "$work" "$ROOT/fuzz/corpus/$target" 2>"$BUILD_DIR/${target}_fuzz.log"; then

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli_util.h"
+#include "core/heap.h"
 #include "session/model_slot.h"
 #include "model/model.h"
 #include "server/jsonrpc_stream.h"
@@ -34,6 +35,7 @@ int cmd_lsp(int argc, char** argv) {
   EngineFlags flags;
   flags.add_to(app, false);
   if (auto rc = parse_args(app, argc, argv, "lsp")) return *rc;
+  heap_return_large_blocks();  // a large request's memory goes back when it ends (core/heap.h)
 
   // The model lives in a slot, as for laya serve: sessions are bound through it.
   ModelSlotOptions mo;

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "cli_parse.h"
+#include "core/heap.h"
 #include "cli_util.h"
 #include "commands.h"
 #include "format/gguf.h"
@@ -33,6 +34,46 @@ void on_signal(int) {
 std::string base_name(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The limits a hostile or careless client meets (docs/SERVING.md, "Limits").
+void add_limit_options(CLI::App& app, server::HttpOptions* ho) {
+  server::ConnectionLimits& c = ho->conn;
+  server::RequestLimits& l = ho->limits;
+  app.add_option("--max-connections,--http-threads", c.max_connections,
+                 "connections served at once, each on its own thread while open; past it (and the /health reserve) "
+                 "a new connection is answered 503 at once")
+      ->transform(int_in(1, 4096));
+  app.add_option("--max-connections-per-client", c.max_per_client,
+                 "connections one client address may hold (0: no cap; set 0 behind a reverse proxy, where every "
+                 "client has the proxy's address)")
+      ->transform(int_in(0, 4096));
+  app.add_option("--health-reserve", c.health_reserve,
+                 "connections kept beyond --max-connections for GET /health (load balancers' probes)")
+      ->transform(int_in(0, 256));
+  app.add_option("--request-timeout", c.request_timeout_s,
+                 "seconds for a whole request (request line, headers, body) to arrive, from its first byte; 408 "
+                 "past it")
+      ->transform(real_in(0.05, 3600));
+  app.add_option("--keep-alive", c.keep_alive_s,
+                 "seconds an idle keep-alive connection waits for its next request (one closes early when a new "
+                 "connection needs its slot)")
+      ->transform(real_in(0, 3600));
+  app.add_option("--max-body-bytes", l.max_body_bytes,
+                 "request body limit in bytes, chunked or not (413 past it)")
+      ->transform(int_in(1024, int64_t{1} << 30));
+  app.add_option("--max-header-bytes", c.max_header_bytes, "request line + headers limit in bytes (431 past it)")
+      ->transform(int_in(1024, 16 << 20));
+  app.add_option("--large-requests", c.large_requests,
+                 "requests with a body of 1 MiB or more read and handled at once; the others wait (within "
+                 "--request-timeout)")
+      ->transform(int_in(1, 4096));
+  app.add_option("--max-json-depth", l.json.max_depth, "nesting of arrays and objects in a request body (400 past it)")
+      ->transform(int_in(2, 10000));
+  app.add_option("--max-json-values", l.json.max_values,
+                 "values (arrays, objects and their items) in a request body, counted before it is parsed (400 "
+                 "past it)")
+      ->transform(int_in(16, int64_t{1} << 26));
 }
 
 }  // namespace
@@ -60,8 +101,6 @@ int cmd_serve(int argc, char** argv) {
   app.add_option("--n-predict", ho.default_predict, "tokens per suggestion when a request gives none")
       ->transform(int_in(1, 1024));
   app.add_option("--max-ctx", max_ctx, "context cap in tokens (and the model's own)")->transform(int_in(64, 1 << 20));
-  app.add_option("--http-threads", ho.http_threads, "connections served at once (each keeps its thread while open)")
-      ->transform(int_in(1, 4096));
   app.add_option("--fim", fim, "fill-in-the-middle prompt order where the model has FIM tokens: psm, spm or off")
       ->check(CLI::IsMember({"psm", "spm", "off"}));
   app.add_flag("--no-heal", no_heal, "no token healing");
@@ -72,11 +111,13 @@ int cmd_serve(int argc, char** argv) {
   app.add_flag("--keep-repeated-lines", ho.keep_repeated_lines,
                "/infill: do not end a suggestion before a line that repeats one of its own or the line above the "
                "cursor, nor drop a multi-line suggestion's unfinished last line");
+  add_limit_options(app, &ho);
   int draft = SessionOptions{}.draft_max_tokens;
   add_draft_option(app, &draft);
   EngineFlags flags;
   flags.add_to(app, true);
   if (auto rc = parse_args(app, argc, argv, "serve")) return *rc;
+  heap_return_large_blocks();  // a large request's memory goes back when it ends (core/heap.h)
   if (ho.api_keys.empty() && ho.host != "127.0.0.1" && ho.host != "localhost" && ho.host != "::1")
     warn("serve", fmt::format("listening on {} without --api-key: anyone who can reach this address can use the model",
                               ho.host));
