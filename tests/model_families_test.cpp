@@ -7,14 +7,19 @@
 // against the logits of that file's dequantized weights.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "backend/cpu/kernels.h"
 #include "engine/engine.h"
+#include "session/session.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 
@@ -140,6 +145,105 @@ TEST_P(FamilyLogits, TokenizerMatchesTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyLogits, ::testing::Values("phi3", "granite", "starcoder2", "gemma"));
+
+// A session on each family's tiny model: where the vocabulary has the FIM
+// markers (StarCoder2 and Granite "<fim_prefix>", CodeGemma "<|fim_prefix|>")
+// the prompt is [BOS] <prefix-marker> before <suffix-marker> after
+// <middle-marker> and the suggestion follows it; Phi-3 has none and gets the
+// plain prompt.
+TEST(FamilyFim, SessionsUseTheFamilysMarkers) {
+  struct Want { const char* fam; const char* pre; };
+  const Want wants[] = {{"starcoder2", "<fim_prefix>"}, {"granite", "<fim_prefix>"}, {"gemma", "<|fim_prefix|>"},
+                        {"phi3", nullptr}};
+  const std::string before = "def area(r):\n    return ", after = "\n\nprint(area(2.0))\n";
+  for (const Want& w : wants) {
+    SCOPED_TRACE(w.fam);
+    auto m = Model::load(family_dir(w.fam) + "/hf");
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    auto tok = tok::Tokenizer::from_path(family_dir(w.fam) + "/hf");
+    ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+    EngineOptions eo;
+    eo.n_threads = 1;
+    eo.n_ctx = 256;
+    auto e = Engine::create(std::shared_ptr<const Model>(std::move(m).value()), eo);
+    ASSERT_TRUE(e.ok()) << e.status().to_string();
+    Session s(**e, **tok);
+    ASSERT_TRUE(s.set_text(before + after).ok());
+    ASSERT_TRUE(s.move(before.size()).ok());  // ASCII: code points are bytes
+    auto a = s.suggest();
+    ASSERT_TRUE(a.ok()) << a.status().to_string();
+    const auto fim = (*tok)->fim_tokens();
+    const std::vector<int32_t>& c = s.cached_tokens();
+    if (!w.pre) {
+      EXPECT_FALSE(fim.complete());
+      EXPECT_FALSE(a->fim);
+      continue;
+    }
+    ASSERT_TRUE(fim.complete());
+    EXPECT_EQ((*tok)->decode(std::vector<int32_t>{fim.prefix}), w.pre);
+    EXPECT_TRUE(a->fim);
+    const auto at = [&](int32_t id) { return std::find(c.begin(), c.end(), id) - c.begin(); };
+    const bool bos = (*tok)->encode("", tok::EncodeOptions{}).value().size() == 1;
+    EXPECT_EQ(at(fim.prefix), bos ? 1 : 0);  // PSM: [BOS] <pre> before <suf> after <mid> suggestion
+    EXPECT_LT(at(fim.prefix), at(fim.suffix));
+    EXPECT_LT(at(fim.suffix), at(fim.middle));
+    ASSERT_LT(at(fim.middle), static_cast<ptrdiff_t>(c.size()));
+    const std::vector<int32_t> mid(c.begin() + at(fim.suffix) + 1, c.begin() + at(fim.middle));
+    EXPECT_EQ((*tok)->decode(mid), after.substr(0, (*tok)->decode(mid).size()));
+  }
+}
+
+// The variants laya does not run are refused by name, before any tensor is read.
+TEST(FamilyVariants, RefusedByName) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("laya_family_variant_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto base = nlohmann::json::parse(test::read_text_file(family_dir("phi3") + "/hf/config.json"));
+  auto refused = [&](nlohmann::json cfg, std::initializer_list<const char*> words) {
+    std::ofstream(dir / "config.json") << cfg.dump();
+    auto m = Model::load(dir.string());
+    ASSERT_FALSE(m.ok());
+    test::expect_status(m.status(), StatusCode::kUnsupported, words);
+  };
+  nlohmann::json moe = base;
+  moe["num_local_experts"] = 16;
+  refused(moe, {"mixture-of-experts", "num_local_experts"});
+  nlohmann::json vision = base;
+  vision["vision_config"] = nlohmann::json::object();
+  vision["text_config"] = base;
+  refused(vision, {"vision tower", "vision_config"});
+  nlohmann::json moe_type = base;
+  moe_type["model_type"] = "phimoe";
+  refused(moe_type, {"phimoe", "not supported"});
+  nlohmann::json longrope = base;
+  longrope["rope_parameters"] = {{"rope_type", "longrope"}, {"rope_theta", 10000.0}, {"long_factor", {1.0}},
+                                 {"short_factor", {1.0}}};  // Phi-3 128k
+  refused(longrope, {"longrope"});
+  fs::remove_all(dir);
+}
+
+// A sliding window (Phi-3 mini's 2047, StarCoder2's 4096) stops the context
+// there: past it laya would attend to positions the model never saw.
+TEST(FamilyVariants, SlidingWindowCapsTheContext) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("laya_family_window_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto cfg = nlohmann::json::parse(test::read_text_file(family_dir("starcoder2") + "/hf/config.json"));
+  cfg["sliding_window"] = 48;
+  std::ofstream(dir / "config.json") << cfg.dump();
+  fs::copy_file(family_dir("starcoder2") + "/hf/model.safetensors", dir / "model.safetensors");
+  auto m = Model::load(dir.string());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ((*m)->hparams().sliding_window, 48);
+  EngineOptions eo;
+  eo.n_threads = 1;
+  eo.n_ctx = 256;
+  auto e = Engine::create(std::shared_ptr<const Model>(std::move(m).value()), eo);
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  EXPECT_EQ((*e)->options().n_ctx, 48);
+  EXPECT_EQ((*e)->new_sequence()->n_ctx(), 48);
+  fs::remove_all(dir);
+}
 
 }  // namespace
 }  // namespace laya

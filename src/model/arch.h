@@ -127,6 +127,8 @@ struct ArchSpec {
   // Added to every norm weight of a Hugging Face checkpoint at load: Gemma's
   // RMSNorm multiplies by (1 + w), and convert_hf_to_gguf.py stores w + 1.
   float hf_norm_shift = 0.0f;
+  // The block in a few words, for `laya info`.
+  const char* block = "";
 
   TensorFlags flags() const { return {.qkv_bias = qkv_bias, .qk_norm = qk_norm}; }
 };

@@ -61,6 +61,7 @@ extern const ArchSpec kArchGemma = {
     .forward = gemma_forward,
     .logits = llama_family_logits,
     .hf_norm_shift = 1.0f,
+    .block = "pre-norm RMSNorm (1 + w), embeddings times sqrt(n_embd), RoPE, GELU (tanh)-gated feed-forward",
 };
 
 }  // namespace laya

@@ -74,6 +74,7 @@ extern const ArchSpec kArchGranite = {
     .tensors = llama_family_tensors,
     .forward = granite_forward,
     .logits = granite_logits,
+    .block = "pre-norm RMSNorm, RoPE, SwiGLU feed-forward, embedding / attention / residual / logit multipliers",
 };
 
 }  // namespace laya

@@ -63,6 +63,7 @@ extern const ArchSpec kArchPhi3 = {
     .tensors = phi3_tensors,
     .forward = llama_family_forward,
     .logits = llama_family_logits,
+    .block = "pre-norm RMSNorm, fused q/k/v and gate/up (split into row views at load), RoPE, SwiGLU feed-forward",
 };
 
 }  // namespace laya

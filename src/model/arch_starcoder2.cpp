@@ -130,6 +130,7 @@ extern const ArchSpec kArchStarcoder2 = {
     .forward = starcoder2_forward,
     .logits = starcoder2_logits,
     .layer_norm = true,
+    .block = "pre-norm LayerNorm with bias, biased projections, RoPE, GELU (tanh) feed-forward without gate",
 };
 
 }  // namespace laya

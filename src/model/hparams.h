@@ -38,6 +38,10 @@ struct HParams {
   float residual_scale = 1.0f;
   float logit_scale = 1.0f;
   float attn_scale = 0.0f;
+  // Layers attend to the last sliding_window positions only (Phi-3,
+  // StarCoder2, Mistral 7B v0.1); 0: all. laya has no windowed attention
+  // kernel: the engine's context stops at the window, where it is exact.
+  int64_t sliding_window = 0;
   int32_t bos_id = -1;
   int32_t eos_id = -1;
 

@@ -148,7 +148,8 @@ Status read_hf_special_ids(const ConfigReader& r, const nlohmann::json& cfg, Dec
 }
 
 // Granite's multipliers (embedding_multiplier, residual_multiplier,
-// logits_scaling, attention_multiplier), each optional and positive.
+// logits_scaling, attention_multiplier), each optional and positive; the
+// sliding window.
 Status read_hf_multipliers(const ConfigReader& r, const nlohmann::json& cfg, HParams* hp) {
   struct Key { const char* name; float* out; };
   const Key keys[] = {{"embedding_multiplier", &hp->embd_scale}, {"residual_multiplier", &hp->residual_scale},
@@ -163,7 +164,9 @@ Status read_hf_multipliers(const ConfigReader& r, const nlohmann::json& cfg, HPa
     }
     *k.out = static_cast<float>(v);
   }
-  return Status::Ok();
+  // sliding_window (null: none), unless use_sliding_window says it is off (Qwen2's configs).
+  if (auto u = cfg.find("use_sliding_window"); u != cfg.end() && u->is_boolean() && !u->get<bool>()) return Status::Ok();
+  return r.int_field(cfg, "sliding_window", &hp->sliding_window, false);
 }
 
 // Variants of a supported model type that carry what laya does not run:

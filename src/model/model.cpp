@@ -89,7 +89,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
 
 namespace {
 
-// Granite's multipliers: <arch>.embedding_scale, .residual_scale,
+// <arch>.attention.sliding_window, and Granite's multipliers: <arch>.embedding_scale, .residual_scale,
 // .logit_scale, .attention.scale (llama.cpp's keys), each optional. Checked
 // here: a zero, negative or non-finite multiplier makes every logit wrong.
 Status read_gguf_multipliers(const gguf::File& f, const std::string& p, HParams* h) {
@@ -104,6 +104,10 @@ Status read_gguf_multipliers(const gguf::File& f, const std::string& p, HParams*
                                                       f.path(), p, k.suffix, v));
     }
     *k.out = static_cast<float>(v);
+  }
+  if (f.find(p + "attention.sliding_window")) {
+    LAYA_ASSIGN_OR_RETURN(h->sliding_window, f.get_int(p + "attention.sliding_window"));
+    if (h->sliding_window < 0) h->sliding_window = 0;
   }
   return Status::Ok();
 }
