@@ -32,9 +32,11 @@ struct Err {
   double rel_l2 = 1e9, max_abs = 1e9;
 };
 
-// Every prompt of the family (all positions) through a fresh sequence,
-// compared with ref/<prefix>_p{i}.npy.
-Err measure(const std::string& fam, const std::string& file, const std::string& prefix, const std::string& isa) {
+// Every prompt of the family (all positions) through a fresh sequence, in
+// one prefill or token by token through the KV cache, compared with
+// ref/<prefix>_p{i}.npy.
+Err measure(const std::string& fam, const std::string& file, const std::string& prefix, const std::string& isa,
+            bool incremental = false) {
   auto m = Model::load(family_dir(fam) + "/" + file);
   EXPECT_TRUE(m.ok()) << m.status().to_string();
   if (!m.ok()) return {};
@@ -55,8 +57,15 @@ Err measure(const std::string& fam, const std::string& file, const std::string& 
     const int64_t n = static_cast<int64_t>(p.size()), nv = eng.n_vocab();
     std::vector<float> got(static_cast<size_t>(n * nv));
     auto seq = eng.new_sequence();
-    const Status st = eng.prefill(*seq, p, 0, got.data());
-    EXPECT_TRUE(st.ok()) << st.to_string();
+    if (incremental) {
+      for (int64_t t = 0; t < n; ++t) {
+        EXPECT_TRUE(eng.decode(*seq, p[static_cast<size_t>(t)]).ok());
+        std::copy(seq->logits(), seq->logits() + nv, got.begin() + t * nv);
+      }
+    } else {
+      const Status st = eng.prefill(*seq, p, 0, got.data());
+      EXPECT_TRUE(st.ok()) << st.to_string();
+    }
     test::NpyArray ref;
     std::string err;
     const std::string rp = family_dir(fam) + "/ref/" + prefix + "_p" + std::to_string(i) + ".npy";
@@ -96,6 +105,11 @@ TEST_P(FamilyLogits, MatchTransformersOnEveryIsa) {
                   e.rel_l2, e.max_abs);
       EXPECT_LE(e.rel_l2, f.tol) << fam << " " << f.path << " " << isa;
     }
+    // Token by token through the KV cache (the decode path a typist meets).
+    const Err e = measure(fam, f.path, f.prefix, "", true);
+    std::printf("[ measure  ] incremental %s %s: rel L2 %.3e, max |d| %.3e\n", fam.c_str(), f.path.c_str(), e.rel_l2,
+                e.max_abs);
+    EXPECT_LE(e.rel_l2, f.tol) << fam << " " << f.path << " incremental";
   }
 }
 
