@@ -4,12 +4,12 @@
 // feed-forward without a gate: c_proj(gelu_tanh(c_fc(x))). The output is
 // tied to the embedding by default. Its names as convert_hf_to_gguf.py
 // writes them (c_fc → ffn_up, c_proj → ffn_down).
+#include <cmath>
+
 #include "model/arch.h"
 #include "model/forward.h"
 #include "model/hparams.h"
 #include "model/model.h"
-
-#include <cmath>
 
 namespace laya {
 

@@ -150,7 +150,7 @@ Status read_hf_special_ids(const ConfigReader& r, const nlohmann::json& cfg, Dec
 // Granite's multipliers (embedding_multiplier, residual_multiplier,
 // logits_scaling, attention_multiplier), each optional and positive; the
 // sliding window.
-Status read_hf_multipliers(const ConfigReader& r, const nlohmann::json& cfg, HParams* hp) {
+Status read_hf_family_params(const ConfigReader& r, const nlohmann::json& cfg, HParams* hp) {
   struct Key { const char* name; float* out; };
   const Key keys[] = {{"embedding_multiplier", &hp->embd_scale}, {"residual_multiplier", &hp->residual_scale},
                       {"logits_scaling", &hp->logit_scale}, {"attention_multiplier", &hp->attn_scale}};
@@ -164,8 +164,11 @@ Status read_hf_multipliers(const ConfigReader& r, const nlohmann::json& cfg, HPa
     }
     *k.out = static_cast<float>(v);
   }
-  // sliding_window (null: none), unless use_sliding_window says it is off (Qwen2's configs).
+  // sliding_window (null or 0: none), unless use_sliding_window says it is off (Qwen2's configs).
   if (auto u = cfg.find("use_sliding_window"); u != cfg.end() && u->is_boolean() && !u->get<bool>()) return Status::Ok();
+  if (auto w = cfg.find("sliding_window"); w != cfg.end() && w->is_number_integer() && w->get<int64_t>() == 0) {
+    return Status::Ok();
+  }
   return r.int_field(cfg, "sliding_window", &hp->sliding_window, false);
 }
 
@@ -214,7 +217,7 @@ Status Model::load_hf(const std::string& dir) {
   LAYA_TRY(read_hf_sizes(reader, cfg, keys_.rms_eps, &hp_, &meta_));
   LAYA_TRY(read_hf_rope(reader, cfg, &hp_, &meta_.rope));
   LAYA_TRY(read_hf_special_ids(reader, cfg, &meta_));
-  LAYA_TRY(read_hf_multipliers(reader, cfg, &hp_));
+  LAYA_TRY(read_hf_family_params(reader, cfg, &hp_));
   LAYA_TRY(refuse_variants(cfg_path, cfg));
   bool tied = arch_->tied_by_default;
   if (auto it = cfg.find("tie_word_embeddings"); it != cfg.end() && it->is_boolean()) tied = it->get<bool>();

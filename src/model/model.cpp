@@ -92,7 +92,7 @@ namespace {
 // <arch>.attention.sliding_window, and Granite's multipliers: <arch>.embedding_scale, .residual_scale,
 // .logit_scale, .attention.scale (llama.cpp's keys), each optional. Checked
 // here: a zero, negative or non-finite multiplier makes every logit wrong.
-Status read_gguf_multipliers(const gguf::File& f, const std::string& p, HParams* h) {
+Status read_gguf_family_params(const gguf::File& f, const std::string& p, HParams* h) {
   struct Key { const char* suffix; float* out; };
   const Key keys[] = {{"embedding_scale", &h->embd_scale}, {"residual_scale", &h->residual_scale},
                       {"logit_scale", &h->logit_scale}, {"attention.scale", &h->attn_scale}};
@@ -167,7 +167,7 @@ Status Model::load_gguf(const std::string& path) {
     }
     meta_.rope.type = type;
   }
-  LAYA_TRY(read_gguf_multipliers(f, p, &hp_));
+  LAYA_TRY(read_gguf_family_params(f, p, &hp_));
   if (const gguf::Value* toks = f.find("tokenizer.ggml.tokens"); toks && toks->type == gguf::ValueType::kArray) {
     meta_.n_tokens = static_cast<int64_t>(toks->count);
   }
