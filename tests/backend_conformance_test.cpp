@@ -713,7 +713,7 @@ TEST_P(BackendConformance, ScaleMulGeluLayerNorm) {
   std::unique_ptr<Backend> be = make(backend, ForwardLimits{1000, 64, 1, kMaxBatch});
   must(be->prepare_weights({}, all), "prepare_weights");
   Measure m(backend);
-  for (int64_t n : {1, 37, 4099}) {
+  for (int64_t n : {1, 37, 4099, 40001}) {  // 40001: a prefill's, split across the CPU's threads
     auto y0 = random_floats(static_cast<size_t>(n + 2), rng, 4.f), x = random_floats(static_cast<size_t>(n + 2), rng, 4.f);
     y0[1] = 9.f, y0[2] = -7.f;  // GELU's tails
     Buffer yd = upload(*be, y0, "y"), xd = upload(*be, x, "x");

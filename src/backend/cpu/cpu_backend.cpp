@@ -476,12 +476,25 @@ Status CpuBackend::mul(float* y, const float* x, int64_t n) {
 
 Status CpuBackend::gelu(float* x, int64_t n) {
   // In float32 as transformers computes it; tanh rather than erf, as the
-  // families that use it were trained with (gelu_pytorch_tanh).
+  // families that use it were trained with (gelu_pytorch_tanh). A tanh per
+  // value of the feed-forward (n_tok * n_ff): split across the pool, so a
+  // prefill's millions of them do not wait on one core.
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    x[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
+  auto span = [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const float v = x[i];
+      x[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
+    }
+  };
+  if (n < 16384) {  // a decode step's: less than a wake-up of the pool costs
+    span(0, n);
+    return Status::Ok();
   }
+  pool_.run_each([&](int ti, int nt) {
+    int64_t b, e;
+    split(n, ti, nt, 64, &b, &e);
+    span(b, e);
+  });
   return Status::Ok();
 }
 
