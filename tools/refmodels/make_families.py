@@ -197,9 +197,11 @@ def family_spec(name):
                               sliding_window=SLIDING, attn_logit_softcapping=5.0, final_logit_softcapping=8.0,
                               **ids, **common)
     else:
+        # Six layers, the sixth global: llama.cpp reads Gemma 3 GGUFs with a fixed
+        # pattern of five sliding layers then a global one (set_swa_pattern(6)).
         kw = dict(vocab_size=V, head_dim=HEAD_DIM, rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh",
                   query_pre_attn_scalar=HEAD_DIM, sliding_window=SLIDING,
-                  layer_types=["sliding_attention", "full_attention"], **ids, **common)
+                  layer_types=["sliding_attention"] * 5 + ["full_attention"], **ids, **(common | {"num_hidden_layers": 6}))
         try:
             cfg = tf.Gemma3TextConfig(rope_theta=1000000.0, rope_local_base_freq=10000.0, **kw)
         except TypeError:
@@ -339,7 +341,7 @@ def write_gguf(path, fam, cfg, state, tj, facts, gt, tied):
     A = arch + "."
     g.add(A + "context_length", T_U32, cfg.max_position_embeddings)
     g.add(A + "embedding_length", T_U32, HIDDEN)
-    g.add(A + "block_count", T_U32, LAYERS)
+    g.add(A + "block_count", T_U32, cfg.num_hidden_layers)
     g.add(A + "feed_forward_length", T_U32, FF)
     g.add(A + "attention.head_count", T_U32, HEADS)
     g.add(A + "attention.head_count_kv", T_U32, KV_HEADS)
