@@ -694,6 +694,76 @@ TEST_P(BackendConformance, NormBiasAddRope) {
   }
 }
 
+// The families' elementwise ops (granite's scale, gemma's gelu and mul,
+// starcoder2's layer_norm with a bias) against double-precision formulas, at
+// odd lengths and offsets, rows with a large mean (LayerNorm subtracts it).
+TEST_P(BackendConformance, ScaleMulGeluLayerNorm) {
+  SKIP_IF_UNAVAILABLE(GetParam());
+  const std::string backend = GetParam();
+  std::mt19937 rng(23);
+  const int64_t lens[] = {8, 37, 1000};
+  std::map<int64_t, std::unique_ptr<Weight>> ws, bs;
+  std::vector<const Tensor*> all;
+  for (int64_t n : lens) {
+    ws[n] = random_vector(n, rng, "ln weight");
+    bs[n] = random_vector(n, rng, "ln bias");
+    all.push_back(&ws[n]->t);
+    all.push_back(&bs[n]->t);
+  }
+  std::unique_ptr<Backend> be = make(backend, ForwardLimits{1000, 64, 1, kMaxBatch});
+  must(be->prepare_weights({}, all), "prepare_weights");
+  Measure m(backend);
+  for (int64_t n : {1, 37, 4099, 40001}) {  // 40001: a prefill's, split across the CPU's threads
+    auto y0 = random_floats(static_cast<size_t>(n + 2), rng, 4.f), x = random_floats(static_cast<size_t>(n + 2), rng, 4.f);
+    y0[1] = 9.f, y0[2] = -7.f;  // GELU's tails
+    Buffer yd = upload(*be, y0, "y"), xd = upload(*be, x, "x");
+    must(be->scale(yd.as<float>() + 1, n, 0.22f), "scale");
+    auto got = download<float>(*be, yd.data(), y0.size());
+    std::vector<double> want(y0.begin(), y0.end());
+    for (int64_t i = 1; i <= n; ++i) want[static_cast<size_t>(i)] *= 0.22f;
+    m.add("scale", rel_err(got, want, 0), kExactTol, fmt::format("n {} at offset 1", n));
+
+    must(be->mul(yd.as<float>() + 1, xd.as<float>() + 1, n), "mul");
+    std::vector<double> want2(got.begin(), got.end());
+    for (int64_t i = 1; i <= n; ++i) want2[static_cast<size_t>(i)] *= x[static_cast<size_t>(i)];
+    got = download<float>(*be, yd.data(), y0.size());
+    m.add("mul", rel_err(got, want2, 0), kExactTol, fmt::format("n {} at offset 1", n));
+
+    must(be->gelu(xd.as<float>() + 1, n), "gelu");
+    got = download<float>(*be, xd.data(), x.size());
+    std::vector<double> want3(x.begin(), x.end());
+    for (int64_t i = 1; i <= n; ++i) {
+      const double v = x[static_cast<size_t>(i)];
+      want3[static_cast<size_t>(i)] = 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+    }
+    m.add("gelu", rel_err(got, want3, 0), kExactTol, fmt::format("n {} at offset 1", n));
+  }
+  for (int64_t n : lens) {
+    for (int64_t n_rows : {1, 3, 17}) {
+      auto x = random_floats(static_cast<size_t>(n * n_rows), rng, 2.f);
+      for (size_t i = 0; i < x.size(); i += 2) x[i] += 50.f;  // a mean far from 0
+      Buffer xd = upload(*be, x, "x");
+      Buffer od = alloc(*be, x.size() * 4, "out");
+      must(be->layer_norm(xd.as<float>(), ws[n]->t, bs[n]->t, n_rows, n, 1e-5f, od.as<float>()), "layer_norm");
+      const auto got = download<float>(*be, od.data(), x.size());
+      std::vector<double> want(x.size());
+      for (int64_t r = 0; r < n_rows; ++r) {
+        const float* xr = x.data() + r * n;
+        double mean = 0, var = 0;
+        for (int64_t i = 0; i < n; ++i) mean += xr[i];
+        mean /= static_cast<double>(n);
+        for (int64_t i = 0; i < n; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+        const double inv = 1.0 / std::sqrt(var / static_cast<double>(n) + 1e-5);
+        for (int64_t i = 0; i < n; ++i) {
+          const size_t k = static_cast<size_t>(i);
+          want[static_cast<size_t>(r * n + i)] = (xr[i] - mean) * inv * ws[n]->deq[k] + bs[n]->deq[k];
+        }
+      }
+      m.add("layer_norm", rel_err(got, want, 0), kExactTol, fmt::format("rows {} n {}", n_rows, n));
+    }
+  }
+}
+
 // The values a cache of `type` holds for x (hd values of one position and head).
 void cache_round(DType type, float* x, int64_t hd) {
   if (type == DType::F16) {

@@ -61,6 +61,21 @@ TEST_F(CliFiles, MissingFile) {
   EXPECT_NE(r.out.find("/nonexistent/model.gguf"), std::string::npos) << r.out;
 }
 
+// `laya info` names the family and what of it the file uses.
+TEST_F(CliFiles, InfoNamesTheFamily) {
+  const std::string fam = std::string(LAYA_SOURCE_DIR) + "/tests/fixtures/families/";
+  CliResult r = run("info -m " + fam + "granite/granite-q8_0.gguf");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("architecture:  granite"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("residual ×0.22; logits ÷8"), std::string::npos) << r.out;
+  r = run("info -m " + fam + "phi3/hf");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("architecture:  phi3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fused q/k/v"), std::string::npos) << r.out;
+  r = run("info -m " + fam + "starcoder2/starcoder2-f16.gguf");
+  EXPECT_NE(r.out.find("LayerNorm with bias"), std::string::npos) << r.out;
+}
+
 TEST_F(CliFiles, WrongMagic) {
   std::string p = write("bad.gguf", std::string("NOPE") + std::string(60, '\0'));
   CliResult r = run("info -m " + p);

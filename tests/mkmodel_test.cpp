@@ -227,6 +227,12 @@ TEST(MkmodelTiny, Qwen2BiasQ4_K_M) { load_and_run("test-tiny-qwen2", MkType::kQ4
 TEST(MkmodelTiny, Qwen2BiasQ8_0) { load_and_run("test-tiny-qwen2", MkType::kQ8_0); }
 TEST(MkmodelTiny, Qwen3QkNormQ4_K_M) { load_and_run("test-tiny-qwen3", MkType::kQ4_K_M); }
 TEST(MkmodelTiny, Qwen3QkNormBF16) { load_and_run("test-tiny-qwen3", MkType::kBF16); }
+// The other families from their own tables: phi3's fused matrices, starcoder2's
+// biases and LayerNorm epsilon key, in the types a bench would use.
+TEST(MkmodelTiny, Phi3FusedQ4_K_M) { load_and_run("test-tiny-phi3", MkType::kQ4_K_M); }
+TEST(MkmodelTiny, GraniteQ8_0) { load_and_run("test-tiny-granite", MkType::kQ8_0); }
+TEST(MkmodelTiny, Starcoder2BiasesQ8_0) { load_and_run("test-tiny-starcoder2", MkType::kQ8_0); }
+TEST(MkmodelTiny, GemmaQ4_K_M) { load_and_run("test-tiny-gemma", MkType::kQ4_K_M); }
 
 TEST(MkmodelTiny, SameSeedSameBytes) {
   const ModelPreset* p = find_preset("test-tiny");

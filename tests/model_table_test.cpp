@@ -14,7 +14,7 @@ namespace laya {
 namespace {
 
 TEST(ModelTable, EveryArchitectureIsRegisteredFromItsFile) {
-  for (const char* name : {"llama", "qwen2", "qwen3"}) {
+  for (const char* name : {"llama", "qwen2", "qwen3", "phi3", "granite", "starcoder2", "gemma"}) {
     const ArchSpec* a = find_arch_by_gguf_name(name);
     ASSERT_NE(a, nullptr) << name;
     EXPECT_STREQ(a->name, name);
@@ -22,7 +22,7 @@ TEST(ModelTable, EveryArchitectureIsRegisteredFromItsFile) {
   }
   EXPECT_EQ(find_arch_by_hf_type("mistral"), find_arch_by_gguf_name("llama"));
   EXPECT_EQ(find_arch_by_gguf_name("gpt2"), nullptr);
-  EXPECT_STREQ(supported_arch_list(), "llama (incl. mistral), qwen2, qwen3");
+  EXPECT_STREQ(supported_arch_list(), "gemma, granite, llama (incl. mistral), phi3, qwen2, qwen3, starcoder2");
 }
 
 // The engine calls an architecture's own block: one without a forward or a
@@ -38,18 +38,28 @@ TEST(ModelTable, EveryArchitectureHasAForwardPass) {
 }
 
 TEST(ModelTable, EveryTensorHasOneBindingAndAShape) {
-  std::set<std::string> gguf_names;
-  for (const TensorSpec& s : llama_family_tensors()) {
-    SCOPED_TRACE(s.gguf);
-    EXPECT_TRUE(gguf_names.insert(s.gguf).second);
-    EXPECT_TRUE(s.n_dims == 1 || s.n_dims == 2);
-    EXPECT_EQ(s.per_layer(), std::string(s.gguf).find("{}") != std::string::npos);
-    if (s.per_layer()) {
-      EXPECT_NE(s.layer_field, nullptr);
-      EXPECT_EQ(s.model_field, nullptr);
-    } else {
-      EXPECT_EQ(s.layer_field, nullptr);
-      EXPECT_EQ(s.model_field == nullptr, s.role == TensorRole::kRopeFreqs);
+  for (const ArchSpec* a : registered_archs()) {
+    std::set<std::string> gguf_names;
+    for (const TensorSpec& s : a->tensors()) {
+      SCOPED_TRACE(std::string(a->name) + " " + s.gguf);
+      EXPECT_TRUE(gguf_names.insert(s.gguf).second);
+      // A view of a fused matrix is never read from a file (no HF name), and
+      // only a matrix is fused.
+      if (s.when == When::kSplit) {
+        EXPECT_EQ(s.hf, nullptr);
+      }
+      if (s.role == TensorRole::kFused) {
+        EXPECT_EQ(s.n_dims, 2);
+      }
+      EXPECT_TRUE(s.n_dims == 1 || s.n_dims == 2);
+      EXPECT_EQ(s.per_layer(), std::string(s.gguf).find("{}") != std::string::npos);
+      if (s.per_layer()) {
+        EXPECT_NE(s.layer_field, nullptr);
+        EXPECT_EQ(s.model_field, nullptr);
+      } else {
+        EXPECT_EQ(s.layer_field, nullptr);
+        EXPECT_EQ(s.model_field == nullptr, s.role == TensorRole::kRopeFreqs);
+      }
     }
   }
   auto q = std::find_if(llama_family_tensors().begin(), llama_family_tensors().end(),
@@ -94,6 +104,40 @@ TEST(ModelTable, MatricesAndAllOfTheReferenceModels) {
   for (const char* p : {"llama-tiny/gguf/llama-tiny-q8_0.gguf", "llama-tiny/hf", "qwen2-tiny/gguf/qwen2-tiny-f16.gguf",
                         "qwen2-tiny/hf", "qwen3-tiny/gguf/qwen3-tiny-Q4_K_M.gguf", "qwen3-tiny/hf"})
     check_views(r + p);
+}
+
+// phi3's fused q/k/v and gate/up: bound whole, multiplied as views of their
+// rows (q, k, v; gate, up), which the backend packs and the engine locks in
+// their place (the fused tensor itself is neither, or its bytes would be held twice).
+TEST(ModelTable, FusedMatricesAreSplitIntoRowViews) {
+  const std::string dir = std::string(LAYA_SOURCE_DIR) + "/tests/fixtures/families/phi3/";
+  for (const std::string& p : {dir + "hf", dir + "phi3-q8_0.gguf"}) {
+    SCOPED_TRACE(p);
+    auto m = Model::load(p);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    const ModelWeights& w = (*m)->weights();
+    const HParams& h = (*m)->hparams();
+    for (const LayerWeights& L : w.layers) {
+      ASSERT_TRUE(L.wqkv.present() && L.w_gate_up.present());
+      EXPECT_EQ(L.wq.data, L.wqkv.data);
+      EXPECT_EQ(L.wk.data, L.wqkv.row(h.q_dim()));
+      EXPECT_EQ(L.wv.data, L.wqkv.row(h.q_dim() + h.kv_dim()));
+      EXPECT_EQ(L.wv.rows(), h.kv_dim());
+      EXPECT_EQ(L.wq.nbytes + L.wk.nbytes + L.wv.nbytes, L.wqkv.nbytes);
+      EXPECT_EQ(L.w_gate.data, L.w_gate_up.data);
+      EXPECT_EQ(L.w_up.data, L.w_gate_up.row(h.n_ff));
+      EXPECT_EQ(L.w_up.rows(), h.n_ff);
+      EXPECT_EQ(L.w_up.cols(), h.n_embd);
+    }
+    check_views(p);
+    // The fused tensors (names without a "[part]") are in neither list.
+    for (const Tensor* t : w.all()) {
+      const bool fused_name = t->name.find("attn_qkv") != std::string::npos || t->name.find("ffn_up") != std::string::npos;
+      if (fused_name) {
+        EXPECT_NE(t->name.find('['), std::string::npos) << t->name;
+      }
+    }
+  }
 }
 
 TEST(ModelTable, DefaultWeightsHaveNoViews) {

@@ -205,6 +205,17 @@ class Backend {
   virtual Status add_bias(float* y, const Tensor& b, int64_t n_rows, int64_t n) = 0;
   // y += x, n elements.
   virtual Status add(float* y, const float* x, int64_t n) = 0;
+  // x *= s, n elements (Granite's embedding, residual and logit multipliers).
+  virtual Status scale(float* x, int64_t n, float s) = 0;
+  // y *= x, n elements (a GELU-gated feed-forward's product).
+  virtual Status mul(float* y, const float* x, int64_t n) = 0;
+  // x = gelu(x), n elements, tanh approximation (transformers' gelu_pytorch_tanh):
+  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+  virtual Status gelu(float* x, int64_t n) = 0;
+  // out (n_rows, n) = (x - mean) / sqrt(var + eps) * w + b, per row of
+  // length n (LayerNorm with a bias: StarCoder2); w, b: F32 (n).
+  virtual Status layer_norm(const float* x, const Tensor& w, const Tensor& b, int64_t n_rows, int64_t n, float eps,
+                            float* out) = 0;
   // Rotate x (n_tok, n_heads, head_dim) in place; token t is at position pos0 + t.
   virtual Status rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, int64_t pos0, const RopeTable& rt) = 0;
   // Write k, v (n_tok, n_head_kv * head_dim) at positions pos0 .. pos0 + n_tok

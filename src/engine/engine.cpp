@@ -63,6 +63,10 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
   LAYA_TRY(ThreadPool::check_count(o.n_threads));  // negative, or past the bound: refused before any work
   if (o.n_threads == 0) o.n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (o.n_ctx <= 0) o.n_ctx = std::min<int64_t>(hp.n_ctx_train, 4096);
+  // Past a sliding window the model would attend to positions its training
+  // masked (no windowed kernel yet): the context stops at the window, where
+  // every logit is the reference's.
+  if (hp.sliding_window > 0) o.n_ctx = std::min(o.n_ctx, hp.sliding_window);
   if (o.n_ctx > (int64_t{1} << 24)) {
     return Status(StatusCode::kInvalidArgument, fmt::format("n_ctx = {} is too large (max 16M)", o.n_ctx));
   }

@@ -53,10 +53,16 @@ enum class TensorRole : uint8_t {
   kNorm,       // RMSNorm weight vector (converted to float32 at load)
   kBias,       // added vector (converted to float32 at load)
   kRopeFreqs,  // per-frequency RoPE divisors, copied into HParams::rope_freq_factors
+  // A matrix stored fused (phi3's attn_qkv, its ffn_up holding gate and up):
+  // bound whole, then split by the loader into views of its rows (the table's
+  // kSplit entries), which are what the matmuls multiply. Neither packed nor
+  // locked itself: its views are.
+  kFused,
 };
 
 // A dimension in terms of the hyper-parameters.
-enum class Dim : uint8_t { kEmbd, kVocab, kQDim, kKvDim, kFf, kHeadDim, kHalfHeadDim };
+// kQkvDim: q_dim + 2 kv_dim (a fused q/k/v); kFf2: 2 n_ff (a fused gate and up).
+enum class Dim : uint8_t { kEmbd, kVocab, kQDim, kKvDim, kFf, kHeadDim, kHalfHeadDim, kQkvDim, kFf2 };
 int64_t dim_value(Dim d, const HParams& h);
 
 // When a model has the tensor.
@@ -66,6 +72,7 @@ enum class When : uint8_t {
   kQkNorm,        // ArchSpec::qk_norm
   kUntiedOutput,  // the file decides: absent means the output is tok_embd
   kRopeFreqs,     // the file decides: present for Llama 3 rope scaling
+  kSplit,         // never in the file: a view of a kFused tensor's rows, made by the loader
 };
 
 // Which conditional tensors a model has: the loader takes the first two from
@@ -113,6 +120,15 @@ struct ArchSpec {
   std::span<const TensorSpec> (*tensors)();
   ForwardFn forward;  // every layer over a batch of tokens (model/forward.h)
   LogitsFn logits;    // final norm and output projection of some rows
+
+  // The block's norms are LayerNorms with a bias (StarCoder2): the epsilon
+  // is <arch>.attention.layer_norm_epsilon in GGUF, norm_epsilon in config.json.
+  bool layer_norm = false;
+  // Added to every norm weight of a Hugging Face checkpoint at load: Gemma's
+  // RMSNorm multiplies by (1 + w), and convert_hf_to_gguf.py stores w + 1.
+  float hf_norm_shift = 0.0f;
+  // The block in a few words, for `laya info`.
+  const char* block = "";
 
   TensorFlags flags() const { return {.qkv_bias = qkv_bias, .qk_norm = qk_norm}; }
 };

@@ -15,5 +15,6 @@ extern const ArchSpec kArchQwen2 = {
     .tensors = llama_family_tensors,
     .forward = llama_family_forward,
     .logits = llama_family_logits,
+    .block = "pre-norm RMSNorm, attention with q/k/v biases and RoPE, SwiGLU feed-forward",
 };
 }  // namespace laya

@@ -60,6 +60,8 @@ int64_t dim_value(Dim d, const HParams& h) {
     case Dim::kFf: return h.n_ff;
     case Dim::kHeadDim: return h.head_dim;
     case Dim::kHalfHeadDim: return h.head_dim / 2;
+    case Dim::kQkvDim: return h.q_dim() + 2 * h.kv_dim();
+    case Dim::kFf2: return 2 * h.n_ff;
   }
   return 0;
 }
@@ -71,6 +73,7 @@ bool TensorSpec::expected(const TensorFlags& f) const {
     case When::kQkNorm: return f.qk_norm;
     case When::kUntiedOutput: return f.untied_output;
     case When::kRopeFreqs: return f.rope_freqs;
+    case When::kSplit: return false;
   }
   return false;
 }

@@ -30,6 +30,18 @@ struct HParams {
   // Per frequency divisor (size head_dim/2) or empty: llama3 scaling, linear.
   std::vector<float> rope_freq_factors;
   bool tied_embeddings = false;
+  // Granite's multipliers (1 where a family has none): the embeddings are
+  // multiplied by embd_scale, each block's output by residual_scale before
+  // it joins the residual stream, the logits divided by logit_scale; the
+  // attention scores scaled by attn_scale instead of 1/sqrt(head_dim) (0: that).
+  float embd_scale = 1.0f;
+  float residual_scale = 1.0f;
+  float logit_scale = 1.0f;
+  float attn_scale = 0.0f;
+  // Layers attend to the last sliding_window positions only (Phi-3,
+  // StarCoder2, Mistral 7B v0.1); 0: all. laya has no windowed attention
+  // kernel: the engine's context stops at the window, where it is exact.
+  int64_t sliding_window = 0;
   int32_t bos_id = -1;
   int32_t eos_id = -1;
 

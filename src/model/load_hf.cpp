@@ -3,6 +3,7 @@
 // the rest of the engine sees one naming scheme; HF's row-major [out, in]
 // shapes are ggml's ne = [in, out], so the bytes are used as they are.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -79,7 +80,8 @@ struct ConfigReader {
   }
 };
 
-Status read_hf_sizes(const ConfigReader& r, const nlohmann::json& cfg, HParams* hp, DeclaredMeta* d) {
+Status read_hf_sizes(const ConfigReader& r, const nlohmann::json& cfg, const std::string& eps_key, HParams* hp,
+                     DeclaredMeta* d) {
   LAYA_TRY(r.int_field(cfg, "hidden_size", &hp->n_embd, true));
   LAYA_TRY(r.int_field(cfg, "num_hidden_layers", &hp->n_layer, true));
   LAYA_TRY(r.int_field(cfg, "num_attention_heads", &hp->n_head, true));
@@ -93,7 +95,7 @@ Status read_hf_sizes(const ConfigReader& r, const nlohmann::json& cfg, HParams* 
   LAYA_TRY(r.int_field(cfg, "max_position_embeddings", &hp->n_ctx_train, false));
   LAYA_TRY(r.int_field(cfg, "vocab_size", &d->n_vocab, false));
   d->rms_eps = 1e-6;
-  LAYA_TRY(r.num_field(cfg, "rms_norm_eps", &d->rms_eps, false));
+  LAYA_TRY(r.num_field(cfg, eps_key.c_str(), &d->rms_eps, false));
   hp->rms_eps = static_cast<float>(d->rms_eps);
   LAYA_TRY(r.num_field(cfg, "partial_rotary_factor", &d->partial_rotary, false));
   return Status::Ok();
@@ -145,6 +147,43 @@ Status read_hf_special_ids(const ConfigReader& r, const nlohmann::json& cfg, Dec
   return Status::Ok();
 }
 
+// Granite's multipliers (embedding_multiplier, residual_multiplier,
+// logits_scaling, attention_multiplier), each optional and positive; the
+// sliding window.
+Status read_hf_family_params(const ConfigReader& r, const nlohmann::json& cfg, HParams* hp) {
+  struct Key { const char* name; float* out; };
+  const Key keys[] = {{"embedding_multiplier", &hp->embd_scale}, {"residual_multiplier", &hp->residual_scale},
+                      {"logits_scaling", &hp->logit_scale}, {"attention_multiplier", &hp->attn_scale}};
+  for (const Key& k : keys) {
+    double v = 0;
+    if (!cfg.contains(k.name) || cfg[k.name].is_null()) continue;
+    LAYA_TRY(r.num_field(cfg, k.name, &v, true));
+    if (!(std::isfinite(v) && v > 0 && v < 1e6)) {
+      return Status(StatusCode::kCorrupt, fmt::format("{}: key \"{}\" = {:g}, expected a finite positive multiplier",
+                                                      r.path, k.name, v));
+    }
+    *k.out = static_cast<float>(v);
+  }
+  // sliding_window (null or 0: none), unless use_sliding_window says it is off (Qwen2's configs).
+  if (auto u = cfg.find("use_sliding_window"); u != cfg.end() && u->is_boolean() && !u->get<bool>()) return Status::Ok();
+  if (auto w = cfg.find("sliding_window"); w != cfg.end() && w->is_number_integer() && w->get<int64_t>() == 0) {
+    return Status::Ok();
+  }
+  return r.int_field(cfg, "sliding_window", &hp->sliding_window, false);
+}
+
+// Variants of a supported model type that carry what laya does not run:
+// refused by name rather than loaded into a wrong forward pass.
+Status refuse_variants(const std::string& path, const nlohmann::json& cfg) {
+  for (const char* key : {"num_local_experts", "num_experts", "n_routed_experts"}) {
+    if (auto it = cfg.find(key); it != cfg.end() && it->is_number_integer() && it->get<int64_t>() > 0) {
+      return Status(StatusCode::kUnsupported, fmt::format("{}: a mixture-of-experts model (\"{}\" = {}) is not "
+                                                          "supported; dense models only", path, key, it->dump()));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status Model::load_hf(const std::string& dir) {
@@ -153,6 +192,10 @@ Status Model::load_hf(const std::string& dir) {
   LAYA_ASSIGN_OR_RETURN(std::string text, read_file(cfg_path));
   LAYA_ASSIGN_OR_RETURN(nlohmann::json cfg, parse_json(text, cfg_path));
   if (!cfg.is_object()) return Status(StatusCode::kCorrupt, fmt::format("{}: expected a JSON object", cfg_path));
+  if (cfg.contains("vision_config")) {
+    return Status(StatusCode::kUnsupported, fmt::format("{}: a model with a vision tower (\"vision_config\") is not "
+                                                        "supported; use its text-only model", cfg_path));
+  }
   if (cfg.contains("text_config") && cfg["text_config"].is_object() && !cfg.contains("hidden_size")) {
     cfg = nlohmann::json(cfg["text_config"]);
   }
@@ -169,10 +212,13 @@ Status Model::load_hf(const std::string& dir) {
   }
   hp_.arch = arch_->name;
   keys_ = MetaKeys::for_hf(cfg_path, arch_->name);
+  if (arch_->layer_norm) keys_.rms_eps = "norm_epsilon";
   const ConfigReader reader{cfg_path};
-  LAYA_TRY(read_hf_sizes(reader, cfg, &hp_, &meta_));
+  LAYA_TRY(read_hf_sizes(reader, cfg, keys_.rms_eps, &hp_, &meta_));
   LAYA_TRY(read_hf_rope(reader, cfg, &hp_, &meta_.rope));
   LAYA_TRY(read_hf_special_ids(reader, cfg, &meta_));
+  LAYA_TRY(read_hf_family_params(reader, cfg, &hp_));
+  LAYA_TRY(refuse_variants(cfg_path, cfg));
   bool tied = arch_->tied_by_default;
   if (auto it = cfg.find("tie_word_embeddings"); it != cfg.end() && it->is_boolean()) tied = it->get<bool>();
   return map_hf_tensors(dir, tied);

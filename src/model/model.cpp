@@ -87,6 +87,33 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
   return m;
 }
 
+namespace {
+
+// <arch>.attention.sliding_window, and Granite's multipliers: <arch>.embedding_scale, .residual_scale,
+// .logit_scale, .attention.scale (llama.cpp's keys), each optional. Checked
+// here: a zero, negative or non-finite multiplier makes every logit wrong.
+Status read_gguf_family_params(const gguf::File& f, const std::string& p, HParams* h) {
+  struct Key { const char* suffix; float* out; };
+  const Key keys[] = {{"embedding_scale", &h->embd_scale}, {"residual_scale", &h->residual_scale},
+                      {"logit_scale", &h->logit_scale}, {"attention.scale", &h->attn_scale}};
+  for (const Key& k : keys) {
+    if (!f.find(p + k.suffix)) continue;
+    LAYA_ASSIGN_OR_RETURN(double v, f.get_float(p + k.suffix));
+    if (!(std::isfinite(v) && v > 0 && v < 1e6)) {
+      return Status(StatusCode::kCorrupt, fmt::format("{}: {}{} = {:g}, expected a finite positive multiplier",
+                                                      f.path(), p, k.suffix, v));
+    }
+    *k.out = static_cast<float>(v);
+  }
+  if (f.find(p + "attention.sliding_window")) {
+    LAYA_ASSIGN_OR_RETURN(h->sliding_window, f.get_int(p + "attention.sliding_window"));
+    if (h->sliding_window < 0) h->sliding_window = 0;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Model::load_gguf(const std::string& path) {
   LAYA_ASSIGN_OR_RETURN(gguf_, gguf::File::open(path));
   const gguf::File& f = *gguf_;
@@ -99,6 +126,7 @@ Status Model::load_gguf(const std::string& path) {
   hp_.arch = arch;
   keys_ = MetaKeys::for_gguf(path, arch);
   const std::string p = arch + ".";
+  if (arch_->layer_norm) keys_.rms_eps = p + "attention.layer_norm_epsilon";
   auto req_int = [&](const std::string& key, int64_t* out) -> Status {
     auto r = f.get_int(key);
     if (!r.ok()) return r.status();
@@ -139,6 +167,7 @@ Status Model::load_gguf(const std::string& path) {
     }
     meta_.rope.type = type;
   }
+  LAYA_TRY(read_gguf_family_params(f, p, &hp_));
   if (const gguf::Value* toks = f.find("tokenizer.ggml.tokens"); toks && toks->type == gguf::ValueType::kArray) {
     meta_.n_tokens = static_cast<int64_t>(toks->count);
   }
@@ -247,6 +276,38 @@ TensorFacts Model::tensor_facts() const {
   return t;
 }
 
+namespace {
+
+// Rows [first, first + n) of a bound matrix, as a tensor of its own (the
+// bytes stay in the mapping; rows are whole blocks of any type).
+Tensor row_view(const Tensor& t, int64_t first, int64_t n, const char* part) {
+  Tensor v = t;
+  v.name = t.name + "[" + part + "]";
+  v.n_dims = 2;
+  v.ne[1] = n;
+  v.ne[2] = v.ne[3] = 1;
+  v.data = t.row(first);
+  v.nbytes = static_cast<size_t>(n) * t.row_stride();
+  return v;
+}
+
+}  // namespace
+
+// A fused q/k/v holds q's rows, then k's, then v's (Phi3Attention's split);
+// a fused gate/up holds the gate's rows, then up's (Phi3MLP's chunk(2)).
+// Their shapes were checked when bound.
+void Model::split_fused(const HParams& h, LayerWeights* L) {
+  if (L->wqkv.present()) {
+    L->wq = row_view(L->wqkv, 0, h.q_dim(), "q");
+    L->wk = row_view(L->wqkv, h.q_dim(), h.kv_dim(), "k");
+    L->wv = row_view(L->wqkv, h.q_dim() + h.kv_dim(), h.kv_dim(), "v");
+  }
+  if (L->w_gate_up.present()) {
+    L->w_gate = row_view(L->w_gate_up, 0, h.n_ff, "gate");
+    L->w_up = row_view(L->w_gate_up, h.n_ff, h.n_ff, "up");
+  }
+}
+
 Status Model::bind_weights() {
   const std::span<const TensorSpec> specs = arch_->tensors();
   // The vocabulary size is the embedding's row count.
@@ -284,7 +345,9 @@ Status Model::bind_weights() {
   w_.layers.resize(static_cast<size_t>(hp_.n_layer));
   for (int64_t il = 0; il < hp_.n_layer; ++il) {
     LayerWeights& L = w_.layers[static_cast<size_t>(il)];
-    for (const TensorSpec* s : layer_specs) LAYA_TRY(bind_tensor(*s, il, &(L.*(s->layer_field))));
+    for (const TensorSpec* s : layer_specs)
+      if (s->when != When::kSplit) LAYA_TRY(bind_tensor(*s, il, &(L.*(s->layer_field))));
+    split_fused(hp_, &L);
   }
   return convert_vectors_to_f32();
 }
@@ -300,7 +363,22 @@ Status Model::convert_vectors_to_f32() {
   for (auto& L : w_.layers)
     for (const TensorSpec* s : layer_specs)
       if (is_vector(*s)) LAYA_TRY(vector_to_f32(L.*(s->layer_field)));
+  if (format_ != ModelFormat::kHfFolder || arch_->hf_norm_shift == 0.0f) return Status::Ok();
+  for (const TensorSpec* s : loader_order(specs, false))
+    if (s->role == TensorRole::kNorm && s->model_field) shift_vector(w_.*(s->model_field), arch_->hf_norm_shift);
+  for (auto& L : w_.layers)
+    for (const TensorSpec* s : layer_specs)
+      if (s->role == TensorRole::kNorm) shift_vector(L.*(s->layer_field), arch_->hf_norm_shift);
   return Status::Ok();
+}
+
+void Model::shift_vector(Tensor& t, float shift) {
+  if (!t.present()) return;
+  const int64_t n = t.ne[0];
+  auto& buf = owned_f32_.emplace_back(static_cast<size_t>(n));
+  std::memcpy(buf.data(), t.data, static_cast<size_t>(n) * 4);
+  for (float& v : buf) v += shift;
+  t.data = reinterpret_cast<const uint8_t*>(buf.data());
 }
 
 // F16/BF16 vectors (HF bf16 checkpoints) into owned float32 buffers.
@@ -343,6 +421,7 @@ std::vector<const Tensor*> unique_by_data(const ModelWeights& w, bool matrices_o
   std::unordered_set<const uint8_t*> seen;
   w.for_each([&](const TensorSpec& s, const Tensor& t) {
     if (matrices_only && s.role != TensorRole::kMatrix) return;
+    if (s.role == TensorRole::kFused) return;  // its views are the matrices (and hold its bytes)
     if (seen.insert(t.data).second) out.push_back(&t);
   });
   return out;

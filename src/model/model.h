@@ -31,11 +31,21 @@ struct LayerWeights {
   Tensor ffn_norm;                  // (n_embd)
   Tensor w_gate, w_up;              // (n_ff rows, n_embd cols)
   Tensor w_down;                    // (n_embd rows, n_ff cols)
+  // Fused forms (phi3), split by the loader into wq/wk/wv and w_gate/w_up,
+  // which are views of their rows (TensorRole::kFused).
+  Tensor wqkv;                      // (q_dim + 2 kv_dim rows, n_embd cols)
+  Tensor w_gate_up;                 // (2 n_ff rows, n_embd cols): gate rows, then up rows
+  // LayerNorm biases and the other projections' biases (starcoder2).
+  Tensor attn_norm_b, ffn_norm_b;   // (n_embd)
+  Tensor bo;                        // (n_embd)
+  Tensor b_up;                      // (n_ff)
+  Tensor b_down;                    // (n_embd)
 };
 
 struct ModelWeights {
   Tensor tok_embd;                  // (n_vocab rows, n_embd cols)
   Tensor output_norm;               // (n_embd)
+  Tensor output_norm_b;             // (n_embd): LayerNorm's bias (starcoder2)
   Tensor output;                    // (n_vocab rows, n_embd cols); == tok_embd when tied
   std::vector<LayerWeights> layers;
   // Whose tensor table the accessors below walk (set by the loader).
@@ -97,9 +107,13 @@ class Model {
   // leaves *out empty when the model need not have it and has not.
   Status bind_tensor(const TensorSpec& spec, int64_t layer, Tensor* out) const;
   Status set_rope_factors(const Tensor& rope_freqs);
+  // The views of a layer's fused matrices (LayerWeights::wqkv, w_gate_up).
+  static void split_fused(const HParams& h, LayerWeights* L);
   // Norms and biases must be float32 for the kernels.
   Status convert_vectors_to_f32();
   Status vector_to_f32(Tensor& t);
+  // t (a float32 vector) + shift, into an owned buffer (ArchSpec::hf_norm_shift).
+  void shift_vector(Tensor& t, float shift);
   // HF folder: the safetensors shards' tensors under their GGUF names.
   Status map_hf_tensors(const std::string& dir, bool tied);
 

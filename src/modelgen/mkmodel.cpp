@@ -74,7 +74,9 @@ void write_metadata(const ModelPreset& p, MkType type, const VocabMeta& vocab, g
   w.set_u32(a + "attention.head_count", static_cast<uint32_t>(p.n_head));
   w.set_u32(a + "attention.head_count_kv", static_cast<uint32_t>(p.n_head_kv));
   w.set_f32(a + "rope.freq_base", static_cast<float>(p.rope_theta));
-  w.set_f32(a + "attention.layer_norm_rms_epsilon", p.rms_eps);
+  const ArchSpec* arch = find_arch_by_gguf_name(p.arch);  // checked by the caller
+  w.set_f32(a + (arch && arch->layer_norm ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon"),
+            p.rms_eps);
   w.set_u32(a + "rope.dimension_count", static_cast<uint32_t>(p.head_dim));
   if (p.qk_norm || p.head_dim * p.n_head != p.n_embd) {
     w.set_u32(a + "attention.key_length", static_cast<uint32_t>(p.head_dim));

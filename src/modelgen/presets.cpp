@@ -60,6 +60,37 @@ const std::vector<ModelPreset>& model_presets() {
       p.tokenizer = "llama3";
       v.push_back(p);
     }
+    // The other families' blocks at 0.3-0.5 B parameters (none of them
+    // publishes a model that small): the shapes `laya bench` compares them at
+    // (starcoder2-0.5b: 309 M, phi3-0.5b: 374 M). Their vocabularies' sizes,
+    // a synthetic tokenizer.
+    {
+      ModelPreset p;  // microsoft/Phi-3-mini-4k-instruct's proportions: MHA, untied, vocab 32064
+      p.name = "phi3-0.5b";
+      p.arch = "phi3";
+      p.n_embd = 1024, p.n_layer = 24, p.n_head = 16, p.n_head_kv = 16, p.head_dim = 64, p.n_ff = 2816;
+      p.n_vocab = 32064, p.n_ctx = 4096;
+      p.rope_theta = 10000, p.rms_eps = 1e-5f, p.tied = false;
+      p.tokenizer = "synthetic";
+      v.push_back(p);
+      ModelPreset g = p;  // ibm-granite/granite-3.1-2b-base's proportions: GQA 4:1, tied, vocab 49155
+      g.name = "granite-0.5b";
+      g.arch = "granite";
+      g.n_head_kv = 4, g.n_ff = 4096, g.n_vocab = 49155, g.rope_theta = 5000000, g.tied = true;
+      v.push_back(g);
+      ModelPreset s = p;  // bigcode/starcoder2-3b's: GQA, biases, LayerNorm, tied, vocab 49152
+      s.name = "starcoder2-0.5b";
+      s.arch = "starcoder2";
+      s.n_head_kv = 2, s.n_ff = 4096, s.n_vocab = 49152, s.n_ctx = 16384, s.rope_theta = 999999.4420358813;
+      s.tied = true, s.qkv_bias = true;
+      v.push_back(s);
+      ModelPreset m = p;  // google/codegemma-2b's: MQA, head_dim 256, tied, vocab 256000
+      m.name = "gemma-0.5b";
+      m.arch = "gemma";
+      m.n_layer = 18, m.n_head = 4, m.n_head_kv = 1, m.head_dim = 256, m.n_ff = 4096, m.n_vocab = 256000;
+      m.n_ctx = 8192, m.rms_eps = 1e-6f, m.tied = true;
+      v.push_back(m);
+    }
     {
       // Tiny models for tests: K-quant-sized rows, synthetic vocabulary.
       ModelPreset p;
@@ -85,6 +116,14 @@ const std::vector<ModelPreset>& model_presets() {
       r.name = "test-tiny-qwen3";
       r.arch = "qwen3", r.qk_norm = true, r.head_dim = 128, r.n_head = 4, r.n_head_kv = 2, r.rms_eps = 1e-6f;
       v.push_back(r);
+      for (const char* fam : {"phi3", "granite", "starcoder2", "gemma"}) {  // their blocks and tables, tiny
+        ModelPreset f = p;
+        f.name = std::string("test-tiny-") + fam;
+        f.arch = fam;
+        f.qkv_bias = f.arch == "starcoder2";
+        f.tied = f.arch != "phi3";
+        v.push_back(f);
+      }
       ModelPreset s = p;
       s.name = "test-tiny-llama3";
       s.rope_factor = 32, s.rope_theta = 500000, s.rope_orig_ctx = 128, s.tied = false;

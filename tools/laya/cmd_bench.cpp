@@ -30,10 +30,11 @@ double peak_rss_mb() {
 
 // Bytes of weights one decode step reads: every tensor of the architecture's
 // table once, the embedding table only for one row (a tied output is visited
-// as the output too, so it counts whole).
+// as the output too, so it counts whole; a fused matrix counts as its views).
 uint64_t bytes_per_token(const Model& m) {
   uint64_t b = 0;
   m.weights().for_each([&](const TensorSpec& s, const Tensor& t) {
+    if (s.role == TensorRole::kFused) return;
     b += s.role == TensorRole::kEmbedding ? t.row_stride() : t.nbytes;
   });
   return b;

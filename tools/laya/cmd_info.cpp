@@ -9,6 +9,27 @@
 
 namespace laya::cli {
 
+namespace {
+
+// What of its family the model uses: the architecture's block, and the
+// optional parts and multipliers this file has.
+std::string family_use(const Model& m) {
+  const HParams& h = m.hparams();
+  const TensorFlags& f = m.flags();
+  std::string s = m.arch().block;
+  if (f.qkv_bias && !m.arch().qkv_bias) s += "; biases present";
+  if (f.qk_norm && !m.arch().qk_norm) s += "; q/k norms present";
+  if (h.embd_scale != 1.0f) s += fmt::format("; embeddings ×{:g}", h.embd_scale);
+  if (h.attn_scale > 0.0f) s += fmt::format("; attention scale {:g}", h.attn_scale);
+  if (h.residual_scale != 1.0f) s += fmt::format("; residual ×{:g}", h.residual_scale);
+  if (h.logit_scale != 1.0f) s += fmt::format("; logits ÷{:g}", h.logit_scale);
+  if (h.sliding_window > 0)
+    s += fmt::format("; sliding window {} (the context stops there: no windowed attention yet)", h.sliding_window);
+  return s;
+}
+
+}  // namespace
+
 int cmd_info(int argc, char** argv) {
   CLI::App app{"Show what a model file holds and what running it needs", "laya info"};
   app.footer("Example: laya info -m model.gguf");
@@ -35,6 +56,7 @@ int cmd_info(int argc, char** argv) {
   const double kv_mb_f32 = 2.0 * h.n_layer * n_ctx * h.kv_dim() * 4 / 1048576.0;
   std::printf("model:         %s (%s)\n", model.path().c_str(), model.format() == ModelFormat::kGguf ? "GGUF" : "Hugging Face folder");
   std::printf("architecture:  %s\n", h.arch.c_str());
+  std::printf("block:         %s\n", family_use(model).c_str());
   std::printf("parameters:    %llu (%.2f M)\n", static_cast<unsigned long long>(model.n_params()), model.n_params() / 1e6);
   std::printf("layers:        %lld, hidden %lld, ffn %lld, heads %lld (kv %lld, head_dim %lld)\n",
               static_cast<long long>(h.n_layer), static_cast<long long>(h.n_embd), static_cast<long long>(h.n_ff),

@@ -464,6 +464,59 @@ Status CpuBackend::add(float* y, const float* x, int64_t n) {
   return Status::Ok();
 }
 
+Status CpuBackend::scale(float* x, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+  return Status::Ok();
+}
+
+Status CpuBackend::mul(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] *= x[i];
+  return Status::Ok();
+}
+
+Status CpuBackend::gelu(float* x, int64_t n) {
+  // In float32 as transformers computes it; tanh rather than erf, as the
+  // families that use it were trained with (gelu_pytorch_tanh). A tanh per
+  // value of the feed-forward (n_tok * n_ff): split across the pool, so a
+  // prefill's millions of them do not wait on one core.
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  auto span = [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const float v = x[i];
+      x[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
+    }
+  };
+  if (n < 16384) {  // a decode step's: less than a wake-up of the pool costs
+    span(0, n);
+    return Status::Ok();
+  }
+  pool_.run_each([&](int ti, int nt) {
+    int64_t b, e;
+    split(n, ti, nt, 64, &b, &e);
+    span(b, e);
+  });
+  return Status::Ok();
+}
+
+Status CpuBackend::layer_norm(const float* x, const Tensor& wt, const Tensor& bt, int64_t n_rows, int64_t n, float eps,
+                              float* out) {
+  const float* w = reinterpret_cast<const float*>(wt.data);
+  const float* b = reinterpret_cast<const float*>(bt.data);
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* xr = x + r * n;
+    float* o = out + r * n;
+    // Mean, then the variance about it (two passes, in double as rms_norm's mean square).
+    double sum = 0, ss = 0;
+    for (int64_t i = 0; i < n; ++i) sum += xr[i];
+    const double mean = sum / static_cast<double>(n);
+    for (int64_t i = 0; i < n; ++i) ss += (xr[i] - mean) * (xr[i] - mean);
+    const float m = static_cast<float>(mean);
+    const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+    for (int64_t i = 0; i < n; ++i) o[i] = (xr[i] - m) * inv * w[i] + b[i];
+  }
+  return Status::Ok();
+}
+
 Status CpuBackend::rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, int64_t pos0, const RopeTable& rt) {
   const int64_t half = head_dim / 2;
   for (int64_t t = 0; t < n_tok; ++t) {

@@ -374,6 +374,34 @@ Status CudaBackend::add(float* y, const float* x, int64_t n) {
   return Status::Ok();
 }
 
+Status CudaBackend::scale(float* x, int64_t n, float s) {
+  LAYA_CUDA_TRY(cuda::scale(x, n, s, stream_), "scale of {} values", n);
+  return Status::Ok();
+}
+
+Status CudaBackend::mul(float* y, const float* x, int64_t n) {
+  LAYA_CUDA_TRY(cuda::mul(y, x, n, stream_), "mul of {} values", n);
+  return Status::Ok();
+}
+
+Status CudaBackend::gelu(float* x, int64_t n) {
+  LAYA_CUDA_TRY(cuda::gelu(x, n, stream_), "gelu of {} values", n);
+  return Status::Ok();
+}
+
+Status CudaBackend::layer_norm(const float* x, const Tensor& w, const Tensor& b, int64_t n_rows, int64_t n, float eps,
+                               float* out) {
+  LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* mw, dev(w, "layer_norm"));
+  LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* mb, dev(b, "layer_norm"));
+  if (mw->type != DType::F32 || mb->type != DType::F32) {
+    return Status(StatusCode::kUnsupported, fmt::format("cuda layer_norm: {} / {} not F32", w.name, b.name));
+  }
+  LAYA_CUDA_TRY(cuda::layer_norm(x, reinterpret_cast<const float*>(mw->data), reinterpret_cast<const float*>(mb->data),
+                                 n_rows, n, eps, out, stream_),
+                "layer_norm {} rows of {}", n_rows, n);
+  return Status::Ok();
+}
+
 Status CudaBackend::rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, int64_t pos0, const RopeTable& rt) {
   if (pos0 + n_tok > rt.n_pos) {
     return Status(StatusCode::kOutOfRange,

@@ -43,6 +43,11 @@ class CudaBackend final : public Backend {
   Status rms_norm(const float* x, const Tensor& w, int64_t n_rows, int64_t n, float eps, float* out) override;
   Status add_bias(float* y, const Tensor& b, int64_t n_rows, int64_t n) override;
   Status add(float* y, const float* x, int64_t n) override;
+  Status scale(float* x, int64_t n, float s) override;
+  Status mul(float* y, const float* x, int64_t n) override;
+  Status gelu(float* x, int64_t n) override;
+  Status layer_norm(const float* x, const Tensor& w, const Tensor& b, int64_t n_rows, int64_t n, float eps,
+                    float* out) override;
   Status rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, int64_t pos0, const RopeTable& rt) override;
   Status kv_store(const KvLayerView& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0) override;
   Status attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,

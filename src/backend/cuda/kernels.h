@@ -92,6 +92,11 @@ cudaError_t get_rows(const DevMat& m, const int32_t* ids, int64_t n, float* out,
 cudaError_t rms_norm(const float* x, const float* w, int64_t n_rows, int64_t n, float eps, float* out, cudaStream_t s);
 cudaError_t add_bias(float* y, const float* b, int64_t n_rows, int64_t n, cudaStream_t s);
 cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t s);
+cudaError_t scale(float* x, int64_t n, float f, cudaStream_t s);
+cudaError_t mul(float* y, const float* x, int64_t n, cudaStream_t s);
+cudaError_t gelu(float* x, int64_t n, cudaStream_t s);
+cudaError_t layer_norm(const float* x, const float* w, const float* b, int64_t n_rows, int64_t n, float eps, float* out,
+                       cudaStream_t s);
 // out[i] = silu(gate[i]) * out[i].
 cudaError_t silu_mul(const float* gate, float* out, int64_t n, cudaStream_t s);
 cudaError_t rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_dim, int64_t pos0, const float* cos,

@@ -48,6 +48,63 @@ __global__ void add_kernel(float* y, const float* x, int64_t n) {
   if (i < n) y[i] += x[i];
 }
 
+__global__ void scale_kernel(float* x, int64_t n, float f) {
+  pdl_enter();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= f;
+}
+
+__global__ void mul_kernel(float* y, const float* x, int64_t n) {
+  pdl_enter();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) y[i] *= x[i];
+}
+
+// The CPU reference's float32 formula (gelu_pytorch_tanh).
+__global__ void gelu_kernel(float* x, int64_t n) {
+  pdl_enter();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) {
+    const float v = x[i];
+    x[i] = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+  }
+}
+
+// The sum of every thread's v over the block (blockDim.x a multiple of 32),
+// through part[32]; every thread gets it.
+__device__ double block_sum(double v, double* part) {
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    double t = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.0;
+    for (int off = 16; off > 0; off >>= 1) t += __shfl_xor_sync(0xffffffffu, t, off);
+    if (threadIdx.x == 0) part[0] = t;
+  }
+  __syncthreads();
+  const double s = part[0];
+  __syncthreads();  // part is reused by the next sum
+  return s;
+}
+
+// One block per row: the mean, then the variance about it, in double as the CPU reference.
+__global__ void layer_norm_kernel(const float* x, const float* __restrict__ w, const float* __restrict__ b, int64_t n,
+                                  float eps, float* out) {
+  pdl_enter();
+  __shared__ double part[32];
+  const float* xr = x + static_cast<int64_t>(blockIdx.x) * n;
+  float* o = out + static_cast<int64_t>(blockIdx.x) * n;
+  double sum = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += xr[i];
+  const double mean = block_sum(sum, part) / static_cast<double>(n);
+  double ss = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) ss += (xr[i] - mean) * (xr[i] - mean);
+  const float inv = static_cast<float>(1.0 / sqrt(block_sum(ss, part) / static_cast<double>(n) + eps));
+  const float m = static_cast<float>(mean);
+  // In place is safe: each thread rereads only the values it summed.
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) o[i] = (xr[i] - m) * inv * w[i] + b[i];
+}
+
 __global__ void silu_mul_kernel(const float* gate, float* out, int64_t n) {
   pdl_enter();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -413,6 +470,31 @@ cudaError_t add_bias(float* y, const float* b, int64_t n_rows, int64_t n, cudaSt
 cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
   LAYA_LAUNCH(add_kernel, blocks_for(n, 256), 256, 0, s)(y, x, n);
+  return cudaGetLastError();
+}
+
+cudaError_t scale(float* x, int64_t n, float f, cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  LAYA_LAUNCH(scale_kernel, blocks_for(n, 256), 256, 0, s)(x, n, f);
+  return cudaGetLastError();
+}
+
+cudaError_t mul(float* y, const float* x, int64_t n, cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  LAYA_LAUNCH(mul_kernel, blocks_for(n, 256), 256, 0, s)(y, x, n);
+  return cudaGetLastError();
+}
+
+cudaError_t gelu(float* x, int64_t n, cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  LAYA_LAUNCH(gelu_kernel, blocks_for(n, 256), 256, 0, s)(x, n);
+  return cudaGetLastError();
+}
+
+cudaError_t layer_norm(const float* x, const float* w, const float* b, int64_t n_rows, int64_t n, float eps, float* out,
+                       cudaStream_t s) {
+  if (n_rows == 0) return cudaSuccess;
+  LAYA_LAUNCH(layer_norm_kernel, static_cast<unsigned>(n_rows), n >= 1024 ? 256 : 64, 0, s)(x, w, b, n, eps, out);
   return cudaGetLastError();
 }
 
