@@ -172,6 +172,10 @@ Status CpuBackend::prepare_weights(const std::vector<const Tensor*>& matrices, c
   for (const Tensor* t : all) {
     if (!t->present() || packed(*t)) continue;
     lock(t->data, t->nbytes, "the weights");
+    if (t->groups.nbytes) {  // an MLX tensor's scales and biases, read with every row
+      lock(t->groups.scales, t->groups.nbytes, "the weights");
+      lock(t->groups.biases, t->groups.nbytes, "the weights");
+    }
     done.fetch_add(t->nbytes, std::memory_order_relaxed);
     report();
   }
@@ -287,6 +291,10 @@ void CpuBackend::matmul_rows(const Tensor& w, const PackedEntry* pe, const float
     }
     return;
   }
+  if (const int bits = mlx_bits(w.type)) {
+    matmul_rows_affine(w, bits, x, n_tok, y, b, e, ti);
+    return;
+  }
   const size_t stride = w.row_stride();
   const cpu::KernelTable& kt = *kt_;
   const auto type = static_cast<uint32_t>(w.type);
@@ -325,6 +333,35 @@ void CpuBackend::matmul_rows(const Tensor& w, const PackedEntry* pe, const float
         deq(src, tile + i * cols, cols);
         rowp[i] = tile + i * cols;
       }
+    }
+    gemm_rows(rowp, nr, x, cols, n_tok, y + r0, rows, ti);
+  }
+}
+
+void CpuBackend::matmul_rows_affine(const Tensor& w, int bits, const float* x, int64_t n_tok, float* y, int64_t b,
+                                    int64_t e, int ti) {
+  const int64_t rows = w.rows(), cols = w.cols();
+  const size_t stride = w.row_stride();
+  if (n_tok <= kExactRowsMax) {
+    // Decode and short passes: each token's dot in decode's own order (the
+    // bits of decoding it alone), the row's bytes still in cache for the next.
+    const cpu::AffineDotFn dot = kt_->affine_dot[bits];
+    for (int64_t r = b; r < e; ++r) {
+      const cpu::AffineRow row = cpu::affine_row(w.data, stride, w.groups, cols, r);
+      for (int64_t t = 0; t < n_tok; ++t) y[t * rows + r] = dot(row, x + t * cols, cols);
+    }
+    return;
+  }
+  // Prefill: a tile of rows dequantized once (per thread, kTileRows rows:
+  // never the whole matrix), reused for every token.
+  const cpu::AffineDequantizeFn deq = kt_->affine_dequantize[bits];
+  float* tile = scratch_[static_cast<size_t>(ti)].tile.data();
+  for (int64_t r0 = b; r0 < e; r0 += kTileRows) {
+    const int64_t nr = std::min<int64_t>(kTileRows, e - r0);
+    const float* rowp[kTileRows];
+    for (int64_t i = 0; i < nr; ++i) {
+      deq(cpu::affine_row(w.data, stride, w.groups, cols, r0 + i), tile + i * cols, cols);
+      rowp[i] = tile + i * cols;
     }
     gemm_rows(rowp, nr, x, cols, n_tok, y + r0, rows, ti);
   }
@@ -434,6 +471,11 @@ Status CpuBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const
 
 Status CpuBackend::get_rows(const Tensor& w, const int32_t* ids, int64_t n, float* out) {
   const int64_t cols = w.cols();
+  if (const int bits = mlx_bits(w.type)) {  // an MLX-quantized embedding (mlx-lm quantizes it too)
+    for (int64_t i = 0; i < n; ++i)
+      kt_->affine_dequantize[bits](cpu::affine_row(w.data, w.row_stride(), w.groups, cols, ids[i]), out + i * cols, cols);
+    return Status::Ok();
+  }
   const cpu::DequantizeRowFn deq = kt_->dequantize_row[static_cast<uint32_t>(w.type)];
   for (int64_t i = 0; i < n; ++i) deq(w.row(ids[i]), out + i * cols, cols);
   return Status::Ok();

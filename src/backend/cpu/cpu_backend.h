@@ -79,6 +79,9 @@ class CpuBackend final : public Backend {
   // w's packed form or nullptr (looked up by the caller, once per op).
   void matmul_rows(const Tensor& w, const PackedEntry* pe, const float* x, int64_t n_tok, float* y, int64_t b, int64_t e,
                    int ti);
+  // matmul_rows of an MLX affine matrix (mlx_bits(w.type) == bits).
+  void matmul_rows_affine(const Tensor& w, int bits, const float* x, int64_t n_tok, float* y, int64_t b, int64_t e,
+                          int ti);
   static constexpr int kMaxGroup = 8;  // matrices per matmul_group job
 
   struct alignas(64) ThreadScratch {

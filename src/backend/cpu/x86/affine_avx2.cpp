@@ -1,0 +1,145 @@
+// AVX2 + FMA + F16C kernels of MLX's affine group quantization (DType::MLX_Q*;
+// the scalar truth is cpu/ref/affine_ref.cpp). Compiled with -mavx2 -mfma
+// -mf16c; installed only after a runtime CPU check (kernels.cpp).
+//
+// The group layout is kept: per group the kernel sums q·x and x in float32
+// vector lanes, then adds s·Σq·x + z·Σx, so a group's scale and bias cost two
+// FMAs whatever its size, and no weight is dequantized to memory. 4 and 8 bits
+// unpack 32 values per step with byte shuffles; 2/3/5/6 bits unpack a group
+// with scalar shifts (correct, not tuned: MLX models are almost all 4 or 8).
+// Dequantization (the prefill's tiles) gives the reference's bits for F16 and
+// BF16 scales: s·q is exact in float32 (≤ 11 + 8 significant bits), so one
+// fused s·q + z rounds as the reference's product-then-sum does.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "backend/cpu/kernels.h"
+
+namespace laya::cpu {
+namespace {
+
+// Local helpers (no shared inline functions: an out-of-line copy compiled with
+// AVX flags could be picked by the linker for other translation units).
+inline float param(const void* p, DType type, int64_t i) {
+  const uint8_t* b = static_cast<const uint8_t*>(p);
+  if (type == DType::F32) {
+    float f;
+    std::memcpy(&f, b + i * 4, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, b + i * 2, 2);
+  if (type == DType::F16) return _cvtsh_ss(h);
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+inline float hsum(__m256 v) {
+  __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+  lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
+  return _mm_cvtss_f32(lo);
+}
+
+inline __m256 u8x8(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)); }
+
+// 32 values of 4 bits (16 bytes) as four vectors of 8 floats, in order.
+inline void unpack32_q4(const uint8_t* q, __m256 f[4]) {
+  const __m128i m4 = _mm_set1_epi8(0x0F);
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+  const __m128i lo = _mm_and_si128(b, m4), hi = _mm_and_si128(_mm_srli_epi16(b, 4), m4);
+  const __m128i v0 = _mm_unpacklo_epi8(lo, hi), v1 = _mm_unpackhi_epi8(lo, hi);  // values 0-15, 16-31
+  f[0] = u8x8(v0);
+  f[1] = u8x8(_mm_srli_si128(v0, 8));
+  f[2] = u8x8(v1);
+  f[3] = u8x8(_mm_srli_si128(v1, 8));
+}
+
+// 32 values of 8 bits (32 bytes).
+inline void unpack32_q8(const uint8_t* q, __m256 f[4]) {
+  for (int k = 0; k < 4; ++k) f[k] = u8x8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + 8 * k)));
+}
+
+// Any width: 32 values from bit 0 of q (32·bits/8 bytes, a whole number).
+template <int kBits>
+inline void unpack32_any(const uint8_t* q, __m256 f[4]) {
+  alignas(32) int32_t v[32];
+  for (int i = 0; i < 32; ++i) {
+    const int bit = i * kBits, byte = bit / 8, shift = bit % 8;
+    uint32_t x = q[byte] >> shift;
+    if (shift + kBits > 8) x |= static_cast<uint32_t>(q[byte + 1]) << (8 - shift);
+    v[i] = static_cast<int32_t>(x & ((1u << kBits) - 1));
+  }
+  for (int k = 0; k < 4; ++k) f[k] = _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(v + 8 * k)));
+}
+
+template <int kBits>
+inline void unpack32(const uint8_t* q, __m256 f[4]) {
+  if constexpr (kBits == 4) unpack32_q4(q, f);
+  else if constexpr (kBits == 8) unpack32_q8(q, f);
+  else unpack32_any<kBits>(q, f);
+}
+
+template <int kBits>
+float affine_dot(const AffineRow& w, const float* x, int64_t n) {
+  constexpr int kStepBytes = 32 * kBits / 8;
+  const uint8_t* q = w.q;
+  __m256 tot_q = _mm256_setzero_ps(), tot_x = _mm256_setzero_ps();
+  for (int64_t g = 0; g < n / w.group; ++g) {
+    __m256 aq0 = _mm256_setzero_ps(), aq1 = _mm256_setzero_ps();
+    __m256 ax0 = _mm256_setzero_ps(), ax1 = _mm256_setzero_ps();
+    for (int j = 0; j < w.group; j += 32, q += kStepBytes, x += 32) {
+      __m256 f[4];
+      unpack32<kBits>(q, f);
+      const __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
+      const __m256 x2 = _mm256_loadu_ps(x + 16), x3 = _mm256_loadu_ps(x + 24);
+      aq0 = _mm256_fmadd_ps(f[0], x0, aq0);
+      aq1 = _mm256_fmadd_ps(f[1], x1, aq1);
+      ax0 = _mm256_add_ps(ax0, x0);
+      ax1 = _mm256_add_ps(ax1, x1);
+      aq0 = _mm256_fmadd_ps(f[2], x2, aq0);
+      aq1 = _mm256_fmadd_ps(f[3], x3, aq1);
+      ax0 = _mm256_add_ps(ax0, x2);
+      ax1 = _mm256_add_ps(ax1, x3);
+    }
+    tot_q = _mm256_fmadd_ps(_mm256_set1_ps(param(w.scales, w.type, g)), _mm256_add_ps(aq0, aq1), tot_q);
+    tot_x = _mm256_fmadd_ps(_mm256_set1_ps(param(w.biases, w.type, g)), _mm256_add_ps(ax0, ax1), tot_x);
+  }
+  return hsum(_mm256_add_ps(tot_q, tot_x));
+}
+
+template <int kBits>
+void affine_dequantize(const AffineRow& w, float* dst, int64_t n) {
+  constexpr int kStepBytes = 32 * kBits / 8;
+  const uint8_t* q = w.q;
+  for (int64_t g = 0; g < n / w.group; ++g) {
+    const __m256 s = _mm256_set1_ps(param(w.scales, w.type, g)), z = _mm256_set1_ps(param(w.biases, w.type, g));
+    for (int j = 0; j < w.group; j += 32, q += kStepBytes, dst += 32) {
+      __m256 f[4];
+      unpack32<kBits>(q, f);
+      for (int k = 0; k < 4; ++k) _mm256_storeu_ps(dst + 8 * k, _mm256_fmadd_ps(f[k], s, z));
+    }
+  }
+}
+
+template <int kBits>
+void set_bits(KernelTable& t) {
+  t.affine_dot[kBits] = &affine_dot<kBits>;
+  t.affine_dequantize[kBits] = &affine_dequantize<kBits>;
+}
+
+}  // namespace
+
+void fill_affine_avx2(KernelTable& t) {
+  set_bits<2>(t);
+  set_bits<3>(t);
+  set_bits<4>(t);
+  set_bits<5>(t);
+  set_bits<6>(t);
+  set_bits<8>(t);
+}
+
+}  // namespace laya::cpu
