@@ -34,7 +34,7 @@ double peak_rss_mb() {
 uint64_t bytes_per_token(const Model& m) {
   uint64_t b = 0;
   m.weights().for_each([&](const TensorSpec& s, const Tensor& t) {
-    b += s.role == TensorRole::kEmbedding ? t.row_stride() : t.nbytes;
+    b += s.role == TensorRole::kEmbedding ? (t.total_bytes() / static_cast<uint64_t>(t.rows())) : t.total_bytes();
   });
   return b;
 }
