@@ -125,7 +125,9 @@ TEST(MlxKernels, EveryIsaMatchesTheFormula) {
               exact += static_cast<double>(want[r * kCols + i]) * x[i];
               mag += std::fabs(static_cast<double>(want[r * kCols + i]) * x[i]);
             }
-            const float dot = k->affine_dot[bits](row, x.data(), kCols);
+            std::vector<float> x4(kCols), sum32(kCols / 32);
+            cpu::affine_prepare(x.data(), kCols, x4.data(), sum32.data());
+            const float dot = k->affine_dot[bits](row, cpu::AffineX{x.data(), x4.data(), sum32.data()}, kCols);
             EXPECT_NEAR(dot, exact, 2e-6 * mag) << "row " << r;
           }
         }

@@ -49,8 +49,23 @@ struct AffineRow {
   DType type = DType::F16;          // F16, BF16 or F32
   int32_t group = 64;               // 32, 64 or 128
 };
-// Σ_i (s·q_i + z)·x_i over a row of n values (n a multiple of group).
-using AffineDotFn = float (*)(const AffineRow& w, const float* x, int64_t n);
+// One token's activations as the affine dot kernels read them, made once per
+// matmul by affine_prepare for all rows: x; x4, x with each 32 values in the
+// order a 4-bit step unpacks bytes (the low nibbles: values 0, 2, ..., 30,
+// then the high ones: 1, 3, ..., 31), so no shuffle interleaves them back;
+// and sum32, the sum of every 32 values (a group's Σx, which its bias
+// multiplies, is the same for every row).
+struct AffineX {
+  const float* x = nullptr;
+  const float* x4 = nullptr;     // n values
+  const float* sum32 = nullptr;  // n / 32 values
+};
+// x4 and sum32 of x (n a multiple of 32).
+void affine_prepare(const float* x, int64_t n, float* x4, float* sum32);
+// Σ_i (s·q_i + z)·x_i over a row of n values (n a multiple of group). The
+// scalar reference reads x.x only: a wrong x4 or sum32 shows as a SIMD kernel
+// that differs from it.
+using AffineDotFn = float (*)(const AffineRow& w, const AffineX& x, int64_t n);
 // dst[i] = s·q_i + z.
 using AffineDequantizeFn = void (*)(const AffineRow& w, float* dst, int64_t n);
 

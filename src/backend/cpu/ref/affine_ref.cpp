@@ -51,7 +51,8 @@ void affine_dequantize_ref(const AffineRow& w, float* dst, int64_t n) {
 }
 
 template <int kBits>
-float affine_dot_ref(const AffineRow& w, const float* x, int64_t n) {
+float affine_dot_ref(const AffineRow& w, const AffineX& ax, int64_t n) {
+  const float* x = ax.x;
   double acc = 0.0;
   float tmp[128];  // one group (group ≤ 128, checked by the loader)
   for (int64_t g = 0; g < n / w.group; ++g) {
@@ -71,6 +72,20 @@ void set_bits(KernelTable& t) {
 }
 
 }  // namespace
+
+void affine_prepare(const float* x, int64_t n, float* x4, float* sum32) {
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const float* xb = x + b * 32;
+    float* o = x4 + b * 32;
+    for (int k = 0; k < 16; ++k) {
+      o[k] = xb[2 * k];
+      o[16 + k] = xb[2 * k + 1];
+    }
+    float s = 0.0f;
+    for (int k = 0; k < 32; ++k) s += xb[k];
+    sum32[b] = s;
+  }
+}
 
 void fill_affine_scalar(KernelTable& t) {
   for (int b = 0; b < 9; ++b) {

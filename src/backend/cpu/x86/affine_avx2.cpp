@@ -2,11 +2,13 @@
 // the scalar truth is cpu/ref/affine_ref.cpp). Compiled with -mavx2 -mfma
 // -mf16c; installed only after a runtime CPU check (kernels.cpp).
 //
-// The group layout is kept: per group the kernel sums q·x and x in float32
-// vector lanes, then adds s·Σq·x + z·Σx, so a group's scale and bias cost two
-// FMAs whatever its size, and no weight is dequantized to memory. 4 and 8 bits
-// unpack 32 values per step with byte shuffles; 2/3/5/6 bits unpack a group
-// with scalar shifts (correct, not tuned: MLX models are almost all 4 or 8).
+// The group layout is kept: per group the kernel sums q·x in float32 vector
+// lanes and adds s·Σq·x + z·Σx, with Σx from AffineX::sum32 (made once per
+// matmul), so a group's scale and bias cost two multiply-adds whatever its
+// size, and no weight is dequantized to memory. 4 bits read x in the order
+// their bytes unpack (AffineX::x4: no shuffle), 8 bits one byte a value;
+// 2/3/5/6 bits unpack with scalar shifts (correct, not tuned: MLX models are
+// almost all 4 or 8 bits).
 // Dequantization (the prefill's tiles) gives the reference's bits for F16 and
 // BF16 scales: s·q is exact in float32 (≤ 11 + 8 significant bits), so one
 // fused s·q + z rounds as the reference's product-then-sum does.
@@ -46,7 +48,19 @@ inline float hsum(__m256 v) {
 
 inline __m256 u8x8(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v)); }
 
-// 32 values of 4 bits (16 bytes) as four vectors of 8 floats, in order.
+// 32 values of 4 bits (16 bytes) as four vectors of 8 floats in AffineX::x4's
+// order: values 0, 2, ..., 14 | 16, ..., 30 | 1, 3, ..., 15 | 17, ..., 31.
+inline void unpack32_q4_x4(const uint8_t* q, __m256 f[4]) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+  const __m256i a = _mm256_cvtepu8_epi32(v), b = _mm256_cvtepu8_epi32(_mm_srli_si128(v, 8));
+  const __m256i m4 = _mm256_set1_epi32(0x0F);
+  f[0] = _mm256_cvtepi32_ps(_mm256_and_si256(a, m4));
+  f[1] = _mm256_cvtepi32_ps(_mm256_and_si256(b, m4));
+  f[2] = _mm256_cvtepi32_ps(_mm256_srli_epi32(a, 4));
+  f[3] = _mm256_cvtepi32_ps(_mm256_srli_epi32(b, 4));
+}
+
+// 32 values of 4 bits in order (for dequantization).
 inline void unpack32_q4(const uint8_t* q, __m256 f[4]) {
   const __m128i m4 = _mm_set1_epi8(0x0F);
   const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
@@ -83,32 +97,33 @@ inline void unpack32(const uint8_t* q, __m256 f[4]) {
   else unpack32_any<kBits>(q, f);
 }
 
+// Per group: Σq·x in vector lanes (two chains), times the scale; the bias
+// times the group's Σx from sum32, in a scalar.
 template <int kBits>
-float affine_dot(const AffineRow& w, const float* x, int64_t n) {
+float affine_dot(const AffineRow& w, const AffineX& ax, int64_t n) {
   constexpr int kStepBytes = 32 * kBits / 8;
   const uint8_t* q = w.q;
-  __m256 tot_q = _mm256_setzero_ps(), tot_x = _mm256_setzero_ps();
+  const float* x = kBits == 4 ? ax.x4 : ax.x;
+  const float* sum32 = ax.sum32;
+  __m256 tot = _mm256_setzero_ps();
+  float bias_sum = 0.0f;
   for (int64_t g = 0; g < n / w.group; ++g) {
     __m256 aq0 = _mm256_setzero_ps(), aq1 = _mm256_setzero_ps();
-    __m256 ax0 = _mm256_setzero_ps(), ax1 = _mm256_setzero_ps();
+    float xs = 0.0f;
     for (int j = 0; j < w.group; j += 32, q += kStepBytes, x += 32) {
       __m256 f[4];
-      unpack32<kBits>(q, f);
-      const __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
-      const __m256 x2 = _mm256_loadu_ps(x + 16), x3 = _mm256_loadu_ps(x + 24);
-      aq0 = _mm256_fmadd_ps(f[0], x0, aq0);
-      aq1 = _mm256_fmadd_ps(f[1], x1, aq1);
-      ax0 = _mm256_add_ps(ax0, x0);
-      ax1 = _mm256_add_ps(ax1, x1);
-      aq0 = _mm256_fmadd_ps(f[2], x2, aq0);
-      aq1 = _mm256_fmadd_ps(f[3], x3, aq1);
-      ax0 = _mm256_add_ps(ax0, x2);
-      ax1 = _mm256_add_ps(ax1, x3);
+      if constexpr (kBits == 4) unpack32_q4_x4(q, f);
+      else unpack32<kBits>(q, f);
+      aq0 = _mm256_fmadd_ps(f[0], _mm256_loadu_ps(x), aq0);
+      aq1 = _mm256_fmadd_ps(f[1], _mm256_loadu_ps(x + 8), aq1);
+      aq0 = _mm256_fmadd_ps(f[2], _mm256_loadu_ps(x + 16), aq0);
+      aq1 = _mm256_fmadd_ps(f[3], _mm256_loadu_ps(x + 24), aq1);
+      xs += *sum32++;
     }
-    tot_q = _mm256_fmadd_ps(_mm256_set1_ps(param(w.scales, w.type, g)), _mm256_add_ps(aq0, aq1), tot_q);
-    tot_x = _mm256_fmadd_ps(_mm256_set1_ps(param(w.biases, w.type, g)), _mm256_add_ps(ax0, ax1), tot_x);
+    tot = _mm256_fmadd_ps(_mm256_set1_ps(param(w.scales, w.type, g)), _mm256_add_ps(aq0, aq1), tot);
+    bias_sum += param(w.biases, w.type, g) * xs;
   }
-  return hsum(_mm256_add_ps(tot_q, tot_x));
+  return hsum(tot) + bias_sum;
 }
 
 template <int kBits>
