@@ -21,6 +21,7 @@
 #include "engine/engine.h"
 #include "format/mlx_quantize.h"
 #include "format/safetensors.h"
+#include "modelgen/presets.h"
 #include "test_util.h"
 
 namespace laya {
@@ -368,6 +369,31 @@ TEST(MlxModel, InfoNamesTheQuantizationAndNoCopyIsMade) {
   auto e = Engine::create(std::move(m).value(), eo);
   ASSERT_TRUE(e.ok()) << e.status().to_string();
   EXPECT_EQ((*e)->backend().prepared_bytes(), 0u);
+  fs::remove_all(tmp);
+}
+
+TEST(MlxModel, MkmodelWritesAnMlxFolderThatRuns) {
+  const std::string tmp = (fs::temp_directory_path() / fmt::format("laya-mlx-mk-{}", getpid())).string();
+  MkModelOptions opt;
+  opt.type = MkType::kMlx8;
+  opt.tokenizer_json = "";
+  opt.output.overwrite = true;
+  auto r = make_random_model(*find_preset("test-tiny"), opt, tmp);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  auto m = Model::load(tmp);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ((*m)->mlx_quant().describe(), "MLX affine 8-bit, group 64");
+  EXPECT_EQ((*m)->weights().layers[0].wq.type, DType::MLX_Q8);
+  EXPECT_EQ((*m)->weights().tok_embd.type, DType::MLX_Q8);
+  EngineOptions eo;
+  eo.n_threads = 1;
+  eo.n_ctx = 64;
+  auto e = Engine::create(std::move(m).value(), eo);
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  auto seq = (*e)->new_sequence();
+  const std::vector<int32_t> toks = {1, 2, 3};
+  ASSERT_TRUE((*e)->prefill(*seq, toks, 0).ok());
+  for (int64_t i = 0; i < (*e)->n_vocab(); ++i) ASSERT_TRUE(std::isfinite(seq->logits()[i])) << i;
   fs::remove_all(tmp);
 }
 
