@@ -97,33 +97,70 @@ inline void unpack32(const uint8_t* q, __m256 f[4]) {
   else unpack32_any<kBits>(q, f);
 }
 
-// Per group: Σq·x in vector lanes (two chains), times the scale; the bias
-// times the group's Σx from sum32, in a scalar.
+// Σq·x of 32 values in two short chains (the products of a step are
+// independent of the previous step's: the loop is not bound by FMA latency).
 template <int kBits>
-float affine_dot(const AffineRow& w, const AffineX& ax, int64_t n) {
+inline __m256 step32(const uint8_t* q, const float* x) {
+  __m256 f[4];
+  if constexpr (kBits == 4) unpack32_q4_x4(q, f);
+  else unpack32<kBits>(q, f);
+  __m256 s0 = _mm256_mul_ps(f[0], _mm256_loadu_ps(x));
+  __m256 s1 = _mm256_mul_ps(f[1], _mm256_loadu_ps(x + 8));
+  s0 = _mm256_fmadd_ps(f[2], _mm256_loadu_ps(x + 16), s0);
+  s1 = _mm256_fmadd_ps(f[3], _mm256_loadu_ps(x + 24), s1);
+  return _mm256_add_ps(s0, s1);
+}
+
+// One group of kSteps·32 values: Σq·x in vector lanes, Σx from sum32.
+template <int kBits, int kSteps>
+inline __m256 group_qx(const uint8_t* q, const float* x, const float* sum32, float* xs) {
   constexpr int kStepBytes = 32 * kBits / 8;
+  __m256 aq = step32<kBits>(q, x);
+  float s = sum32[0];
+  for (int j = 1; j < kSteps; ++j) {
+    aq = _mm256_add_ps(aq, step32<kBits>(q + j * kStepBytes, x + 32 * j));
+    s += sum32[j];
+  }
+  *xs = s;
+  return aq;
+}
+
+// Per group: Σq·x times the scale, even and odd groups into two vector
+// accumulators (two chains across the row); the bias times the group's Σx in
+// a scalar. The group size is a template argument so the steps unroll.
+template <int kBits, int kSteps>
+float affine_dot_g(const AffineRow& w, const AffineX& ax, int64_t n) {
+  constexpr int kGroup = 32 * kSteps, kGroupBytes = kGroup * kBits / 8;
   const uint8_t* q = w.q;
   const float* x = kBits == 4 ? ax.x4 : ax.x;
   const float* sum32 = ax.sum32;
-  __m256 tot = _mm256_setzero_ps();
-  float bias_sum = 0.0f;
-  for (int64_t g = 0; g < n / w.group; ++g) {
-    __m256 aq0 = _mm256_setzero_ps(), aq1 = _mm256_setzero_ps();
-    float xs = 0.0f;
-    for (int j = 0; j < w.group; j += 32, q += kStepBytes, x += 32) {
-      __m256 f[4];
-      if constexpr (kBits == 4) unpack32_q4_x4(q, f);
-      else unpack32<kBits>(q, f);
-      aq0 = _mm256_fmadd_ps(f[0], _mm256_loadu_ps(x), aq0);
-      aq1 = _mm256_fmadd_ps(f[1], _mm256_loadu_ps(x + 8), aq1);
-      aq0 = _mm256_fmadd_ps(f[2], _mm256_loadu_ps(x + 16), aq0);
-      aq1 = _mm256_fmadd_ps(f[3], _mm256_loadu_ps(x + 24), aq1);
-      xs += *sum32++;
-    }
-    tot = _mm256_fmadd_ps(_mm256_set1_ps(param(w.scales, w.type, g)), _mm256_add_ps(aq0, aq1), tot);
+  __m256 tot0 = _mm256_setzero_ps(), tot1 = _mm256_setzero_ps();
+  float bias_sum = 0.0f, xs = 0.0f;
+  const int64_t ng = n / kGroup;
+  int64_t g = 0;
+  for (; g + 2 <= ng; g += 2, q += 2 * kGroupBytes, x += 2 * kGroup, sum32 += 2 * kSteps) {
+    const __m256 a0 = group_qx<kBits, kSteps>(q, x, sum32, &xs);
+    tot0 = _mm256_fmadd_ps(_mm256_set1_ps(param(w.scales, w.type, g)), a0, tot0);
+    bias_sum += param(w.biases, w.type, g) * xs;
+    const __m256 a1 = group_qx<kBits, kSteps>(q + kGroupBytes, x + kGroup, sum32 + kSteps, &xs);
+    tot1 = _mm256_fmadd_ps(_mm256_set1_ps(param(w.scales, w.type, g + 1)), a1, tot1);
+    bias_sum += param(w.biases, w.type, g + 1) * xs;
+  }
+  if (g < ng) {
+    const __m256 a0 = group_qx<kBits, kSteps>(q, x, sum32, &xs);
+    tot0 = _mm256_fmadd_ps(_mm256_set1_ps(param(w.scales, w.type, g)), a0, tot0);
     bias_sum += param(w.biases, w.type, g) * xs;
   }
-  return hsum(tot) + bias_sum;
+  return hsum(_mm256_add_ps(tot0, tot1)) + bias_sum;
+}
+
+template <int kBits>
+float affine_dot(const AffineRow& w, const AffineX& ax, int64_t n) {
+  switch (w.group) {
+    case 32: return affine_dot_g<kBits, 1>(w, ax, n);
+    case 64: return affine_dot_g<kBits, 2>(w, ax, n);
+    default: return affine_dot_g<kBits, 4>(w, ax, n);  // 128 (the loader allows no other)
+  }
 }
 
 template <int kBits>
