@@ -372,6 +372,34 @@ TEST(MlxModel, InfoNamesTheQuantizationAndNoCopyIsMade) {
   fs::remove_all(tmp);
 }
 
+TEST(MlxModel, ShardedFolderWithScalesInAnotherShard) {
+  LAYA_REQUIRE_FIXTURES(fx);
+  const std::string tmp = (fs::temp_directory_path() / fmt::format("laya-mlx-shard-{}", getpid())).string();
+  const std::string one = tmp + "/one";
+  make_folders(fx + "/ref-models/llama-tiny/hf", Quant{4, 64, DType::F16}, one, "");
+  // The same arrays in two shards, every .scales in the second (mlx-lm splits by size, not by module).
+  std::vector<SafetensorsArray> a, b;
+  auto sf = safetensors::File::open(one + "/model.safetensors");
+  ASSERT_TRUE(sf.ok());
+  nlohmann::json index = {{"metadata", nlohmann::json::object()}, {"weight_map", nlohmann::json::object()}};
+  for (const auto& t : (*sf)->tensors()) {
+    const bool second = t.name.ends_with(".scales");
+    (second ? b : a).push_back({t.name, t.dtype_str, t.shape, std::vector<uint8_t>(t.data, t.data + t.nbytes)});
+    index["weight_map"][t.name] = second ? "model-00002-of-00002.safetensors" : "model-00001-of-00002.safetensors";
+  }
+  const std::string two = tmp + "/two";
+  fs::create_directories(two);
+  fs::copy_file(one + "/config.json", two + "/config.json");
+  OutputOptions o;
+  ASSERT_TRUE(write_safetensors(two + "/model-00001-of-00002.safetensors", a, o).ok());
+  ASSERT_TRUE(write_safetensors(two + "/model-00002-of-00002.safetensors", b, o).ok());
+  std::ofstream(two + "/model.safetensors.index.json") << index.dump();
+  const auto ps = prompts(fx);
+  const std::vector<std::vector<int32_t>> first(ps.begin(), ps.begin() + 3);
+  EXPECT_EQ(run(one, first), run(two, first));  // bit for bit
+  fs::remove_all(tmp);
+}
+
 TEST(MlxModel, MkmodelWritesAnMlxFolderThatRuns) {
   const std::string tmp = (fs::temp_directory_path() / fmt::format("laya-mlx-mk-{}", getpid())).string();
   MkModelOptions opt;
@@ -390,10 +418,23 @@ TEST(MlxModel, MkmodelWritesAnMlxFolderThatRuns) {
   eo.n_ctx = 64;
   auto e = Engine::create(std::move(m).value(), eo);
   ASSERT_TRUE(e.ok()) << e.status().to_string();
+  // A pass of a few tokens (the affine dot kernels, activations prepared once
+  // per matmul) gives each row the bits of decoding that token alone
+  // (Backend::exact_rows), as for every other weight type.
+  const int64_t nv = (*e)->n_vocab();
+  const std::vector<int32_t> toks = {1, 2, 3, 4, 5};
+  std::vector<float> pass(toks.size() * static_cast<size_t>(nv));
   auto seq = (*e)->new_sequence();
-  const std::vector<int32_t> toks = {1, 2, 3};
-  ASSERT_TRUE((*e)->prefill(*seq, toks, 0).ok());
-  for (int64_t i = 0; i < (*e)->n_vocab(); ++i) ASSERT_TRUE(std::isfinite(seq->logits()[i])) << i;
+  ASSERT_TRUE((*e)->prefill(*seq, toks, 0, pass.data()).ok());
+  auto one = (*e)->new_sequence();
+  for (size_t t = 0; t < toks.size(); ++t) {
+    ASSERT_TRUE((*e)->decode(*one, toks[t]).ok());
+    for (int64_t i = 0; i < nv; ++i) {
+      ASSERT_TRUE(std::isfinite(one->logits()[i])) << i;
+      ASSERT_EQ(one->logits()[i], pass[t * static_cast<size_t>(nv) + static_cast<size_t>(i)]) << "token " << t << ", id "
+                                                                                            << i;
+    }
+  }
   fs::remove_all(tmp);
 }
 

@@ -82,10 +82,9 @@ Status read_mlx_quant(const std::string& path, const nlohmann::json& cfg, MlxQua
       out->modules[it.key()] = it->get<bool>() ? out->base : MlxQuantParams{};
     } else if (it->is_object()) {
       LAYA_TRY(read_params(path, where, *it, &out->modules[it.key()]));
-    } else {
-      return Status(StatusCode::kCorrupt, fmt::format("{}: {} = {}, expected an object with bits and group_size, or "
-                                                      "a boolean", path, where, dumped(*it)));
     }
+    // Anything else (a string or number some converter adds) is no module entry: mlx-lm's loader only
+    // looks up module paths, so it is ignored here too.
   }
   out->present = true;
   return Status::Ok();

@@ -56,8 +56,9 @@ float affine_dot_ref(const AffineRow& w, const AffineX& ax, int64_t n) {
   double acc = 0.0;
   float tmp[128];  // one group (group ≤ 128, checked by the loader)
   for (int64_t g = 0; g < n / w.group; ++g) {
-    const AffineRow one{w.q + g * w.group * kBits / 8, static_cast<const uint8_t*>(w.scales) + g * (w.type == DType::F32 ? 4 : 2),
-                        static_cast<const uint8_t*>(w.biases) + g * (w.type == DType::F32 ? 4 : 2), w.type, w.group};
+    const int64_t pb = w.type == DType::F32 ? 4 : 2;  // bytes of a scale (and of a bias)
+    const AffineRow one{w.q + g * w.group * kBits / 8, static_cast<const uint8_t*>(w.scales) + g * pb,
+                        static_cast<const uint8_t*>(w.biases) + g * pb, w.type, w.group};
     affine_dequantize_ref<kBits>(one, tmp, w.group);
     const float* xg = x + g * w.group;
     for (int j = 0; j < w.group; ++j) acc += static_cast<double>(tmp[j]) * static_cast<double>(xg[j]);
