@@ -69,6 +69,49 @@ void bench_dot(benchmark::State& state, const KernelTable* tab, DType t, int64_t
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(rb) * rows);
 }
 
+// MLX affine rows (bits 4 and 8, groups of 64, BF16 scales): the same
+// shapes; bytes_per_second counts the packed values and the scales and biases.
+void bench_affine(benchmark::State& state, const KernelTable* tab, int bits, int64_t rows) {
+  const int64_t n = 4096, group = 64, per_row_params = n / group;
+  std::vector<uint8_t> q(static_cast<size_t>(rows * n * bits / 8));
+  std::mt19937 rng(42);
+  for (auto& b : q) b = static_cast<uint8_t>(rng());
+  std::vector<uint16_t> scales(static_cast<size_t>(rows * per_row_params), laya::f32_to_bf16(0.01f));
+  std::vector<uint16_t> biases(scales.size(), laya::f32_to_bf16(-0.08f));
+  std::vector<float> x(n), x4(n), sum32(n / 32), y(rows);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& v : x) v = u(rng);
+  affine_prepare(x.data(), n, x4.data(), sum32.data());
+  const AffineX ax{x.data(), x4.data(), sum32.data()};
+  const AffineDotFn fn = tab->affine_dot[bits];
+  for (auto _ : state) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const AffineRow row{q.data() + r * n * bits / 8, scales.data() + r * per_row_params,
+                          biases.data() + r * per_row_params, DType::BF16, static_cast<int32_t>(group)};
+      y[static_cast<size_t>(r)] = fn(row, ax, n);
+    }
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * rows * (n * bits / 8 + 4 * per_row_params));
+}
+
+const int kRegisteredAffine = [] {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    const KernelTable* tab = kernels_for(isa);
+    if (tab == nullptr) continue;
+    for (int bits : {4, 8})
+      for (int64_t rows : {int64_t{1}, int64_t{1024}}) {
+        const std::string name = std::string("affine_dot/MLX_Q") + std::to_string(bits) + "/" + isa_name(isa) +
+                                 (rows == 1 ? "/n4096" : "/matvec1024x4096");
+        benchmark::RegisterBenchmark(name.c_str(), [tab, bits, rows](benchmark::State& s) {
+          bench_affine(s, tab, bits, rows);
+        });
+      }
+  }
+  return 0;
+}();
+
 const int kRegistered = [] {
   const DType types[] = {DType::Q8_0, DType::Q4_K, DType::Q6_K, DType::F16, DType::BF16, DType::F32,
                          DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q5_K};

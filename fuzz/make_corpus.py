@@ -140,6 +140,11 @@ def main():
             metadata={"format": "pt"}),
         "empty.safetensors": safetensors([]),
         "scalar_zero.safetensors": safetensors([("s", "F32", [], f32s(1)), ("z", "BF16", [0, 3], b"")]),
+        # An MLX-quantized module: U32 packed values, F16 scales and biases.
+        "mlx_q4.safetensors": safetensors(
+            [("m.weight", "U32", [2, 4], b"\x10\x32\x54\x76" * 8), ("m.scales", "F16", [2, 1], b"\x00\x3c" * 2),
+             ("m.biases", "F16", [2, 1], b"\x00\x00" * 2)],
+            metadata={"format": "mlx"}),
     }
     bl = byte_level_vocab()
     bl.update({"he": 256, "ll": 257, "hell": 258, "\u0120w": 259})

@@ -18,6 +18,13 @@ const DTypeInfo* dtype_info(uint32_t raw) {
   static const DTypeInfo kQ5_K{"Q5_K", 256, sizeof(BlockQ5_K), true};
   static const DTypeInfo kQ6_K{"Q6_K", 256, sizeof(BlockQ6_K), true};
   static const DTypeInfo kQ8_K{"Q8_K", 256, 292, false};
+  static const DTypeInfo kU32{"U32", 1, 4, false};
+  static const DTypeInfo kMlx2{"MLX_Q2", 32, 8, true};
+  static const DTypeInfo kMlx3{"MLX_Q3", 32, 12, true};
+  static const DTypeInfo kMlx4{"MLX_Q4", 32, 16, true};
+  static const DTypeInfo kMlx5{"MLX_Q5", 32, 20, true};
+  static const DTypeInfo kMlx6{"MLX_Q6", 32, 24, true};
+  static const DTypeInfo kMlx8{"MLX_Q8", 32, 32, true};
   switch (raw) {
     case 0: return &kF32;
     case 1: return &kF16;
@@ -34,6 +41,13 @@ const DTypeInfo* dtype_info(uint32_t raw) {
     case 14: return &kQ6_K;
     case 15: return &kQ8_K;
     case 30: return &kBF16;
+    case 0x100: return &kU32;
+    case 0x102: return &kMlx2;
+    case 0x103: return &kMlx3;
+    case 0x104: return &kMlx4;
+    case 0x105: return &kMlx5;
+    case 0x106: return &kMlx6;
+    case 0x108: return &kMlx8;
     default: return nullptr;
   }
 }

@@ -39,6 +39,11 @@ uint64_t kv_identity(const Model& m, const KvLayout& kv) {
       XXH64_update(st, t.data, n);
       XXH64_update(st, t.data + t.nbytes - n, n);
     }
+    if (t.groups.nbytes) {  // an MLX tensor: the same values with other scales are another model
+      const size_t g = std::min<size_t>(t.groups.nbytes, 64);
+      XXH64_update(st, t.groups.scales, g);
+      XXH64_update(st, t.groups.biases + t.groups.nbytes - g, g);
+    }
   }
   const uint64_t h = XXH64_digest(st);
   XXH64_freeState(st);

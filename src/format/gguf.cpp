@@ -281,7 +281,7 @@ class Parser {
     }
     uint32_t type = 0;
     LAYA_TRY(read(&type, "tensor type"));
-    const DTypeInfo* info = dtype_info(type);
+    const DTypeInfo* info = is_ggml_type(type) ? dtype_info(type) : nullptr;  // laya's own types are not ggml's
     if (!info) {
       return fail(StatusCode::kUnsupported, fmt::format("tensor '{}': unknown ggml type {}", t.name, type));
     }

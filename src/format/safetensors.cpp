@@ -20,6 +20,9 @@ bool dtype_from_string(const std::string& s, DType* t, size_t* elem) {
   if (s == "F32") { *t = DType::F32; *elem = 4; return true; }
   if (s == "F16") { *t = DType::F16; *elem = 2; return true; }
   if (s == "BF16") { *t = DType::BF16; *elem = 2; return true; }
+  // MLX's packed quantized weights; the model loader types them (MLX_Q*) from
+  // their scales and config.json, and refuses a U32 array that is not one.
+  if (s == "U32") { *t = DType::U32; *elem = 4; return true; }
   return false;
 }
 }  // namespace
@@ -81,7 +84,7 @@ Result<std::unique_ptr<File>> File::parse(MappedFile map) {
     size_t elem = 0;
     if (!dtype_from_string(t.dtype_str, &t.type, &elem)) {
       return Status(StatusCode::kUnsupported, fmt::format("{}: tensor '{}': dtype {} is not supported (expected F32, "
-                                                          "F16 or BF16; quantized MLX weights need dequantizing first)",
+                                                          "F16, BF16, or U32 for MLX-packed weights)",
                                                           name, key, t.dtype_str));
     }
     if (sh->size() > 8) return bad(fmt::format("{} dimensions (at most 8 supported)", sh->size()));

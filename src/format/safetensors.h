@@ -17,7 +17,7 @@ namespace laya::safetensors {
 
 struct TensorInfo {
   std::string name;
-  DType type = DType::F32;   // F32, F16 or BF16 (others are rejected as unsupported)
+  DType type = DType::F32;   // F32, F16, BF16 or U32 (MLX-packed); others are rejected as unsupported
   std::string dtype_str;     // as written in the file ("BF16")
   std::vector<int64_t> shape;  // row-major, as in the file (outermost first)
   const uint8_t* data = nullptr;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -206,10 +207,7 @@ Status Model::load_hf(const std::string& dir) {
     return Status(StatusCode::kUnsupported, fmt::format("{}: model_type {} is not supported (supported: {})", cfg_path,
                                                         shown(model_type), supported_arch_list()));
   }
-  if (cfg.contains("quantization") || cfg.contains("quantization_config")) {
-    return Status(StatusCode::kUnsupported, fmt::format("{}: quantized Hugging Face/MLX weights are not supported; use the "
-                                                        "F32/F16/BF16 folder or a GGUF file", cfg_path));
-  }
+  LAYA_TRY(read_mlx_quant(cfg_path, cfg, &mlx_));
   hp_.arch = arch_->name;
   keys_ = MetaKeys::for_hf(cfg_path, arch_->name);
   if (arch_->layer_norm) keys_.rms_eps = "norm_epsilon";
@@ -237,23 +235,44 @@ Status Model::map_hf_tensors(const std::string& dir, bool tied) {
   }
   for (const auto& name : files) {
     LAYA_ASSIGN_OR_RETURN(auto sf, safetensors::File::open((fs::path(dir) / name).string()));
+    shards_.push_back(std::move(sf));
+  }
+  // An MLX module's weight, scales and biases may lie in different shards.
+  std::unordered_map<std::string, const safetensors::TensorInfo*> by_name;
+  for (const auto& sf : shards_)
+    for (const auto& st : sf->tensors()) by_name.emplace(st.name, &st);
+  const FindTensor find = [&](const std::string& n) -> const safetensors::TensorInfo* {
+    auto it = by_name.find(n);
+    return it == by_name.end() ? nullptr : it->second;
+  };
+  for (const auto& sf : shards_) {
     for (const auto& st : sf->tensors()) {
       std::string gg = hf_to_gguf_name(*arch_, st.name);
       if (gg.empty()) continue;  // e.g. rotary_emb.inv_freq of old checkpoints
-      if (st.shape.empty() || st.shape.size() > 4) {
-        return Status(StatusCode::kCorrupt, fmt::format("{}: tensor '{}' has {} dimensions, expected 1 or 2", sf->path(),
-                                                        st.name, st.shape.size()));
-      }
       Tensor t;
+      const std::string_view kWeight = ".weight";
+      const bool is_weight = st.name.size() > kWeight.size() && st.name.ends_with(kWeight);
+      const std::string module = is_weight ? st.name.substr(0, st.name.size() - kWeight.size()) : "";
+      if (is_weight && (st.type == DType::U32 || find(module + ".scales"))) {
+        LAYA_TRY(bind_mlx_module(mlx_, sf->path(), module, find, &t));
+      } else {
+        if (st.type == DType::U32) {
+          return Status(StatusCode::kCorrupt, fmt::format("{}: tensor '{}' is U32; only an MLX-quantized module's weight "
+                                                          "may be", sf->path(), st.name));
+        }
+        if (st.shape.empty() || st.shape.size() > 4) {
+          return Status(StatusCode::kCorrupt, fmt::format("{}: tensor '{}' has {} dimensions, expected 1 or 2",
+                                                          sf->path(), st.name, st.shape.size()));
+        }
+        t.type = st.type;
+        t.n_dims = static_cast<int>(st.shape.size());
+        for (int d = 0; d < t.n_dims; ++d) t.ne[d] = st.shape[st.shape.size() - 1 - static_cast<size_t>(d)];
+        t.data = st.data;
+        t.nbytes = st.nbytes;
+      }
       t.name = gg;
-      t.type = st.type;
-      t.n_dims = static_cast<int>(st.shape.size());
-      for (int d = 0; d < t.n_dims; ++d) t.ne[d] = st.shape[st.shape.size() - 1 - static_cast<size_t>(d)];
-      t.data = st.data;
-      t.nbytes = st.nbytes;
       all_.push_back(std::move(t));
     }
-    shards_.push_back(std::move(sf));
   }
   // Tied checkpoints sometimes also store lm_head; honour the config.
   if (!tied) return Status::Ok();

@@ -49,7 +49,7 @@ uint64_t Model::n_params() const {
 
 uint64_t Model::weight_bytes() const {
   uint64_t n = 0;
-  for (const auto& t : all_) n += t.nbytes;
+  for (const auto& t : all_) n += t.total_bytes();
   return n;
 }
 

@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "model/arch.h"
 #include "model/hparams.h"
+#include "model/mlx_quant.h"
 #include "model/validate.h"
 #include "core/tensor.h"
 
@@ -86,6 +87,8 @@ class Model {
   // fits this model: no id past the embedding (model/validate.h).
   Status check_tokenizer_size(int64_t n_tokens, const std::string& tokenizer) const;
 
+  // An MLX folder's quantization (config.json); present false otherwise.
+  const MlxQuant& mlx_quant() const { return mlx_; }
   // Every tensor, in file order (for `laya info`).
   const std::vector<Tensor>& all_tensors() const { return all_; }
   uint64_t n_params() const;
@@ -129,6 +132,7 @@ class Model {
   std::unique_ptr<gguf::File> gguf_;
   std::vector<std::unique_ptr<safetensors::File>> shards_;
   std::deque<std::vector<float>> owned_f32_;  // converted norms / biases
+  MlxQuant mlx_;
 };
 
 }  // namespace laya

@@ -6,11 +6,15 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <system_error>
 #include <thread>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "core/io.h"
+#include "format/mlx_quantize.h"
 #include "format/quantize.h"
 #include "core/random.h"
 #include "core/thread_pool.h"
@@ -40,6 +44,16 @@ void fill_normal(float* x, int64_t n, uint64_t seed, float mean, float std) {
     const float sum = static_cast<float>((r & 0xFFFF) + ((r >> 16) & 0xFFFF) + ((r >> 32) & 0xFFFF) + (r >> 48));
     x[i] = mean + (sum - 2.0f * offset) * scale;
   }
+}
+
+// Row r of the plan's tensor `index`: its values depend only on (seed, index,
+// r), so every file type of a preset and seed holds the same model.
+void fill_row(uint64_t seed, size_t index, TensorRole role, int64_t r, float* row, int64_t ncols) {
+  float mean = 0, stdv = 0.02f;
+  if (role == TensorRole::kNorm) mean = 1.0f, stdv = 0.05f;
+  const uint64_t tseed = seed * 0x100000001B3ull + index * 0x9E3779B97F4A7C15ull;
+  uint64_t s = tseed + static_cast<uint64_t>(r);
+  fill_normal(row, ncols, splitmix64(s), mean, stdv);
 }
 
 // The preset's tokenizer.json (given, or its fixture), else a synthetic
@@ -131,9 +145,6 @@ class TensorWriter {
     int64_t nrows = 1;
     for (size_t d = 1; d < t.ne.size(); ++d) nrows *= t.ne[d];
     const size_t rb = row_bytes(t.type, ncols);
-    float mean = 0, stdv = 0.02f;
-    if (t.role == TensorRole::kNorm) mean = 1.0f, stdv = 0.05f;
-    const uint64_t tseed = opt_.seed * 0x100000001B3ull + index * 0x9E3779B97F4A7C15ull;
     const int64_t batch = std::max<int64_t>(1, static_cast<int64_t>((size_t{32} << 20) / rb));
     for (int64_t r0 = 0; r0 < nrows; r0 += batch) {
       const int64_t nr = std::min(batch, nrows - r0);
@@ -142,8 +153,7 @@ class TensorWriter {
         std::vector<float>& row = rows_[static_cast<size_t>(tid)];
         row.resize(static_cast<size_t>(ncols));
         for (int64_t r = tid; r < nr; r += n_threads_) {
-          uint64_t s = tseed + static_cast<uint64_t>(r0 + r);
-          fill_normal(row.data(), ncols, splitmix64(s), mean, stdv);
+          fill_row(opt_.seed, index, t.role, r0 + r, row.data(), ncols);
           quantize_row(t.type, row.data(), buf_.data() + static_cast<size_t>(r) * rb, ncols);
         }
       };
@@ -183,6 +193,85 @@ class TensorWriter {
   uint64_t done_bytes_ = 0;
 };
 
+// config.json as transformers writes it for the preset, with mlx-lm's
+// "quantization" (and its copy "quantization_config").
+nlohmann::json mlx_config(const ModelPreset& p, int bits) {
+  static const std::map<std::string, std::string> kClass = {
+      {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}};
+  nlohmann::json c = {{"model_type", p.arch}, {"hidden_size", p.n_embd}, {"num_hidden_layers", p.n_layer},
+                      {"num_attention_heads", p.n_head}, {"num_key_value_heads", p.n_head_kv}, {"head_dim", p.head_dim},
+                      {"intermediate_size", p.n_ff}, {"vocab_size", p.n_vocab}, {"max_position_embeddings", p.n_ctx},
+                      {"rms_norm_eps", p.rms_eps}, {"rope_theta", p.rope_theta}, {"tie_word_embeddings", p.tied},
+                      {"attention_bias", p.qkv_bias}, {"torch_dtype", "bfloat16"}};
+  if (auto it = kClass.find(p.arch); it != kClass.end()) c["architectures"] = {it->second};
+  if (p.rope_factor > 0) {
+    c["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", p.rope_factor}, {"low_freq_factor", p.rope_low_freq},
+                         {"high_freq_factor", p.rope_high_freq}, {"original_max_position_embeddings", p.rope_orig_ctx}};
+  }
+  c["quantization"] = {{"group_size", 64}, {"bits", bits}, {"mode", "affine"}};
+  c["quantization_config"] = c["quantization"];
+  return c;
+}
+
+// The preset as an MLX folder: the GGUF plan's tensors with the same values
+// (fill_row), under their Hugging Face names, each matrix and the embedding
+// quantized (format/mlx_quantize.h), the rest BF16 (vectors F32).
+Result<MkModelReport> make_random_mlx_folder(const ModelPreset& p, const MkModelOptions& opt, const std::string& dir,
+                                             const std::string& tok_path) {
+  const ArchSpec& arch = *find_arch_by_gguf_name(p.arch);
+  std::map<std::string, std::string> hf_name;  // GGUF name → HF name
+  for (const TensorSpec& s : arch.tensors()) {
+    if (!s.hf) continue;
+    if (!s.per_layer()) hf_name[s.gguf] = s.hf;
+    for (int64_t il = 0; s.per_layer() && il < p.n_layer; ++il) {
+      std::string h = s.hf;
+      h.replace(h.find("{}"), 2, std::to_string(il));
+      hf_name[s.gguf_name(il)] = h;
+    }
+  }
+  MkModelReport rep;
+  std::vector<SafetensorsArray> arrays;
+  const std::vector<PlannedTensor> plan = plan_tensors(p, opt.type);
+  for (size_t ti = 0; ti < plan.size(); ++ti) {
+    const PlannedTensor& t = plan[ti];
+    auto name = hf_name.find(t.name);
+    if (name == hf_name.end()) continue;  // rope_freqs: config.json's rope_scaling says it
+    const int64_t cols = t.ne[0], rows = t.ne.size() > 1 ? t.ne[1] : 1;
+    std::vector<float> w(static_cast<size_t>(rows * cols));
+    for (int64_t r = 0; r < rows; ++r) fill_row(opt.seed, ti, t.role, r, w.data() + r * cols, cols);
+    rep.n_params += static_cast<uint64_t>(rows * cols);
+    std::vector<int64_t> shape(t.ne.rbegin(), t.ne.rend());
+    if (const int bits = mlx_bits(t.type)) {
+      MlxQuantizedMatrix m = mlx_quantize(w.data(), rows, cols, bits, 64, DType::BF16);
+      const std::string mod = name->second.substr(0, name->second.size() - std::string_view(".weight").size());
+      arrays.push_back({mod + ".weight", "U32", {rows, cols * bits / 32}, std::move(m.q)});
+      arrays.push_back({mod + ".scales", "BF16", {rows, cols / 64}, std::move(m.scales)});
+      arrays.push_back({mod + ".biases", "BF16", {rows, cols / 64}, std::move(m.biases)});
+    } else {
+      const DType ft = t.ne.size() > 1 ? DType::BF16 : DType::F32;
+      std::vector<uint8_t> bytes(row_bytes(ft, cols) * static_cast<size_t>(rows));
+      quantize_row(ft, w.data(), bytes.data(), rows * cols);
+      arrays.push_back({name->second, dtype_name(ft), shape, std::move(bytes)});
+    }
+    if (opt.progress) opt.progress(ti + 1, plan.size());
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status(StatusCode::kIo, fmt::format("{}: cannot create the folder: {}", dir, ec.message()));
+  const std::filesystem::path d(dir);
+  const int bits = opt.type == MkType::kMlx4 ? 4 : 8;
+  LAYA_TRY(write_file_atomic((d / "config.json").string(), mlx_config(p, bits).dump(2), opt.output));
+  LAYA_TRY(write_safetensors((d / "model.safetensors").string(), arrays, opt.output));
+  for (const SafetensorsArray& a : arrays) rep.file_bytes += a.bytes.size();
+  rep.tokenizer_source = "none";
+  if (!tok_path.empty()) {  // the fixture's tokenizer, as an HF folder carries it
+    LAYA_ASSIGN_OR_RETURN(std::string tok, read_file(tok_path));
+    LAYA_TRY(write_file_atomic((d / "tokenizer.json").string(), tok, opt.output));
+    rep.tokenizer_source = tok_path;
+  }
+  return rep;
+}
+
 }  // namespace
 
 Result<MkModelReport> make_random_model(const ModelPreset& p, const MkModelOptions& opt, const std::string& path) {
@@ -198,11 +287,16 @@ Result<MkModelReport> make_random_model(const ModelPreset& p, const MkModelOptio
     out_opt.inputs.push_back(tok_path);
     out_opt.inputs.push_back((std::filesystem::path(tok_path).parent_path() / "tokenizer_config.json").string());
   }
-  LAYA_TRY(check_output(path, out_opt));
   if (!find_arch_by_gguf_name(p.arch)) {
     return Status(StatusCode::kUnsupported, fmt::format("preset '{}': architecture '{}' is not supported (supported: {})",
                                                         p.name, p.arch, supported_arch_list()));
   }
+  if (is_mlx_type(opt.type)) {
+    LAYA_ASSIGN_OR_RETURN(rep, make_random_mlx_folder(p, opt, path, tok_path));
+    rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return rep;
+  }
+  LAYA_TRY(check_output(path, out_opt));
   gguf::Writer w(32);
   {
     VocabMeta vocab;  // freed once the writer holds the encoded bytes

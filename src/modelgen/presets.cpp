@@ -148,6 +148,9 @@ bool parse_mk_type(std::string_view s, MkType* out) {
   else if (u == "F16") *out = MkType::kF16;
   else if (u == "BF16") *out = MkType::kBF16;
   else if (u == "F32") *out = MkType::kF32;
+  else if (u == "Q4_0") *out = MkType::kQ4_0;
+  else if (u == "MLX4") *out = MkType::kMlx4;
+  else if (u == "MLX8") *out = MkType::kMlx8;
   else return false;
   return true;
 }
@@ -157,6 +160,9 @@ const char* mk_type_name(MkType t) {
     case MkType::kF32: return "F32";
     case MkType::kF16: return "F16";
     case MkType::kQ8_0: return "Q8_0";
+    case MkType::kQ4_0: return "Q4_0";
+    case MkType::kMlx4: return "MLX4";
+    case MkType::kMlx8: return "MLX8";
     case MkType::kQ4_K_M: return "Q4_K_M";
     case MkType::kBF16: return "BF16";
   }
@@ -235,6 +241,9 @@ std::vector<PlannedTensor> plan_tensors(const ModelPreset& p, MkType type) {
       case MkType::kF16: t.type = DType::F16; break;
       case MkType::kBF16: t.type = DType::BF16; break;
       case MkType::kQ8_0: t.type = fallback(DType::Q8_0, ncols); break;
+      case MkType::kQ4_0: t.type = fallback(DType::Q4_0, ncols); break;
+      case MkType::kMlx4: t.type = ncols % 64 == 0 ? DType::MLX_Q4 : DType::BF16; break;
+      case MkType::kMlx8: t.type = ncols % 64 == 0 ? DType::MLX_Q8 : DType::BF16; break;
       case MkType::kQ4_K_M: {
         DType nt = DType::Q4_K;
         const bool is_output = t.name == "output.weight";

@@ -41,8 +41,14 @@ const std::vector<ModelPreset>& model_presets();
 const ModelPreset* find_preset(std::string_view name);
 
 // The file types `laya mkmodel --type` writes (GGUF general.file_type values).
-enum class MkType { kF32 = 0, kF16 = 1, kQ8_0 = 7, kQ4_K_M = 15, kBF16 = 32 };
-bool parse_mk_type(std::string_view s, MkType* out);  // "Q8_0", "Q4_K_M", "F16", "BF16", "F32"
+// kMlx4 / kMlx8 are no GGUF type: a Hugging Face folder (config.json +
+// model.safetensors) quantized as mlx-lm's convert does (format/mlx_quantize.h):
+// groups of 64, BF16 scales and biases, every matrix and the embedding.
+enum class MkType { kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 7, kQ4_K_M = 15, kBF16 = 32, kMlx4 = 1004, kMlx8 = 1008 };
+// "Q8_0", "Q4_K_M", "Q4_0" (every matrix Q4_0, as llama-quantize --pure), "F16",
+// "BF16", "F32", "MLX4", "MLX8".
+bool parse_mk_type(std::string_view s, MkType* out);
+inline bool is_mlx_type(MkType t) { return t == MkType::kMlx4 || t == MkType::kMlx8; }
 const char* mk_type_name(MkType t);
 
 struct PlannedTensor {

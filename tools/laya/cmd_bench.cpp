@@ -35,7 +35,7 @@ uint64_t bytes_per_token(const Model& m) {
   uint64_t b = 0;
   m.weights().for_each([&](const TensorSpec& s, const Tensor& t) {
     if (s.role == TensorRole::kFused) return;
-    b += s.role == TensorRole::kEmbedding ? t.row_stride() : t.nbytes;
+    b += s.role == TensorRole::kEmbedding ? (t.total_bytes() / static_cast<uint64_t>(t.rows())) : t.total_bytes();
   });
   return b;
 }

@@ -51,7 +51,7 @@ int cmd_info(int argc, char** argv) {
   for (const auto& t : model.all_tensors()) {
     auto& e = by_type[dtype_name(t.type)];
     e.first++;
-    e.second += t.nbytes;
+    e.second += t.total_bytes();
   }
   const double kv_mb_f32 = 2.0 * h.n_layer * n_ctx * h.kv_dim() * 4 / 1048576.0;
   std::printf("model:         %s (%s)\n", model.path().c_str(), model.format() == ModelFormat::kGguf ? "GGUF" : "Hugging Face folder");
@@ -65,6 +65,7 @@ int cmd_info(int argc, char** argv) {
               h.tied_embeddings ? ", tied embeddings" : "");
   std::printf("context:       %lld trained; rope theta %g%s, eps %g\n", static_cast<long long>(h.n_ctx_train), h.rope_theta,
               h.rope_freq_factors.empty() ? "" : " (scaled)", static_cast<double>(h.rms_eps));
+  if (model.mlx_quant().present) std::printf("quantization:  %s\n", model.mlx_quant().describe().c_str());
   std::printf("tensor types: ");
   for (auto& [name, e] : by_type) std::printf(" %s×%d (%.2f MB)", name.c_str(), e.first, e.second / 1048576.0);
   std::printf("\n");
@@ -76,7 +77,9 @@ int cmd_info(int argc, char** argv) {
                              model_path, h.n_ctx_train, n_ctx));
   if (tensors) {
     for (const auto& t : model.all_tensors())
-      std::printf("  %-32s %-5s %s\n", t.name.c_str(), dtype_name(t.type), t.shape_string().c_str());
+      std::printf("  %-32s %-5s %s%s\n", t.name.c_str(), dtype_name(t.type), t.shape_string().c_str(),
+                  t.groups.size ? fmt::format(" group {}, scales {}", t.groups.size, dtype_name(t.groups.type)).c_str()
+                                : "");
   }
   return 0;
 }

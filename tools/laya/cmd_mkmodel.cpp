@@ -27,7 +27,9 @@ int cmd_mkmodel(int argc, char** argv) {
   int threads = 0;
   bool list = false, quiet = false, plan_only = false, force = false;
   app.add_option("--preset", preset, "model shape: " + names);
-  app.add_option("--type", type_s, "Q8_0, Q4_K_M (llama.cpp's mix), F16, BF16 or F32 (default Q8_0)");
+  app.add_option("--type", type_s,
+                 "Q8_0, Q4_K_M (llama.cpp's mix), Q4_0 (every matrix), F16, BF16, F32 (default Q8_0), or MLX4 / MLX8: "
+                 "an MLX-quantized Hugging Face folder (-o names the folder)");
   app.add_option("-o,--output", out, "the .gguf file to write (written whole or not at all)");
   app.add_flag("--force", force, "replace -o when it exists (never an input)");
   app.add_option("--seed", seed, "random seed (default 1)")->transform(int_in(0, INT64_MAX));
@@ -55,7 +57,8 @@ int cmd_mkmodel(int argc, char** argv) {
   MkModelOptions opt;
   if (!parse_mk_type(type_s, &opt.type))
     return report_error("mkmodel", Status(StatusCode::kInvalidArgument,
-                                          fmt::format("unknown --type '{}' (Q8_0, Q4_K_M, F16, BF16, F32)", type_s)));
+                                          fmt::format("unknown --type '{}' (Q8_0, Q4_K_M, Q4_0, F16, BF16, F32, "
+                                                      "MLX4, MLX8)", type_s)));
   if (plan_only) {
     std::map<std::string, std::pair<int, uint64_t>> by;
     for (const auto& t : plan_tensors(*p, opt.type)) {

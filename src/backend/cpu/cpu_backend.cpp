@@ -73,6 +73,12 @@ CpuBackend::CpuBackend(const BackendOptions& opt, const ForwardLimits& lim, int 
     s.scores.resize(static_cast<size_t>(cpu::scores_stride(std::max<int64_t>(lim.max_ctx, 1)) *
                                         std::max<int64_t>(lim.max_group, 1)));
   }
+  // The affine kernels' view of each token's activations (prepare_affine_input),
+  // for passes of up to kExactRowsMax tokens: 33 floats per 32 values.
+  const size_t ac = static_cast<size_t>((std::max<int64_t>(lim.max_cols, 32) + 31) / 32 * 32);
+  affine_x4_.resize(static_cast<size_t>(kExactRowsMax) * ac);
+  affine_sum_.resize(static_cast<size_t>(kExactRowsMax) * ac / 32);
+  affine_x_.resize(static_cast<size_t>(kExactRowsMax));
   // Resolve the ISA's kernels once, outside any hot path.
   gemm_ = cpu::gemm_tile_for(isa_);
   use_tileT_ = isa_ == cpu::Isa::kAvx512;
@@ -172,6 +178,10 @@ Status CpuBackend::prepare_weights(const std::vector<const Tensor*>& matrices, c
   for (const Tensor* t : all) {
     if (!t->present() || packed(*t)) continue;
     lock(t->data, t->nbytes, "the weights");
+    if (t->groups.nbytes) {  // an MLX tensor's scales and biases, read with every row
+      lock(t->groups.scales, t->groups.nbytes, "the weights");
+      lock(t->groups.biases, t->groups.nbytes, "the weights");
+    }
     done.fetch_add(t->nbytes, std::memory_order_relaxed);
     report();
   }
@@ -287,6 +297,10 @@ void CpuBackend::matmul_rows(const Tensor& w, const PackedEntry* pe, const float
     }
     return;
   }
+  if (const int bits = mlx_bits(w.type)) {
+    matmul_rows_affine(w, bits, x, n_tok, y, b, e, ti);
+    return;
+  }
   const size_t stride = w.row_stride();
   const cpu::KernelTable& kt = *kt_;
   const auto type = static_cast<uint32_t>(w.type);
@@ -325,6 +339,51 @@ void CpuBackend::matmul_rows(const Tensor& w, const PackedEntry* pe, const float
         deq(src, tile + i * cols, cols);
         rowp[i] = tile + i * cols;
       }
+    }
+    gemm_rows(rowp, nr, x, cols, n_tok, y + r0, rows, ti);
+  }
+}
+
+void CpuBackend::prepare_affine_input(const Tensor* const* ws, int n, const float* x, int64_t cols, int64_t n_tok) {
+  if (n_tok > kExactRowsMax) return;  // the prefill's tiles read x as it is
+  bool needed = false;
+  for (int i = 0; i < n; ++i) needed |= mlx_bits(ws[i]->type) != 0;
+  if (!needed) return;
+  const size_t stride = affine_x4_.size() / static_cast<size_t>(kExactRowsMax);
+  for (int64_t t = 0; t < n_tok; ++t) {
+    float* x4 = affine_x4_.data() + static_cast<size_t>(t) * stride;
+    float* sums = affine_sum_.data() + static_cast<size_t>(t) * (stride / 32);
+    cpu::affine_prepare(x + t * cols, cols, x4, sums);
+    affine_x_[static_cast<size_t>(t)] = cpu::AffineX{x + t * cols, x4, sums};
+  }
+}
+
+void CpuBackend::matmul_rows_affine(const Tensor& w, int bits, const float* x, int64_t n_tok, float* y, int64_t b,
+                                    int64_t e, int ti) {
+  const int64_t rows = w.rows(), cols = w.cols();
+  const size_t stride = w.row_stride();
+  if (n_tok <= kExactRowsMax) {
+    // Decode and short passes: each token's dot in decode's own order (the
+    // bits of decoding it alone), the row's bytes still in cache for the next.
+    // x was prepared into affine_x_ by the op (prepare_affine_input).
+    (void)x;
+    const cpu::AffineDotFn dot = kt_->affine_dot[bits];
+    for (int64_t r = b; r < e; ++r) {
+      const cpu::AffineRow row = cpu::affine_row(w.data, stride, w.groups, cols, r);
+      for (int64_t t = 0; t < n_tok; ++t) y[t * rows + r] = dot(row, affine_x_[static_cast<size_t>(t)], cols);
+    }
+    return;
+  }
+  // Prefill: a tile of rows dequantized once (per thread, kTileRows rows:
+  // never the whole matrix), reused for every token.
+  const cpu::AffineDequantizeFn deq = kt_->affine_dequantize[bits];
+  float* tile = scratch_[static_cast<size_t>(ti)].tile.data();
+  for (int64_t r0 = b; r0 < e; r0 += kTileRows) {
+    const int64_t nr = std::min<int64_t>(kTileRows, e - r0);
+    const float* rowp[kTileRows];
+    for (int64_t i = 0; i < nr; ++i) {
+      deq(cpu::affine_row(w.data, stride, w.groups, cols, r0 + i), tile + i * cols, cols);
+      rowp[i] = tile + i * cols;
     }
     gemm_rows(rowp, nr, x, cols, n_tok, y + r0, rows, ti);
   }
@@ -399,6 +458,9 @@ Status CpuBackend::matmul_group(const MatmulOut* outs, int n_outs, const float* 
     pes[i] = packed(*outs[i].w);
   }
   quantize_packed_input(pes, n_outs, x, outs[0].w->cols(), n_tok);
+  const Tensor* ws[kMaxGroup];
+  for (int i = 0; i < n_outs; ++i) ws[i] = outs[i].w;
+  prepare_affine_input(ws, n_outs, x, outs[0].w->cols(), n_tok);
   // Rows [b, e) of the matrices laid end to end.
   auto rows_of_group = [&](int64_t b, int64_t e, int ti) {
     int64_t base = 0;
@@ -419,6 +481,8 @@ Status CpuBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const
   const PackedEntry* pes[2] = {packed(w_gate), packed(w_up)};
   const PackedEntry *pe_gate = pes[0], *pe_up = pes[1];
   quantize_packed_input(pes, 2, x, w_gate.cols(), n_tok);
+  const Tensor* ws[2] = {&w_gate, &w_up};
+  prepare_affine_input(ws, 2, x, w_gate.cols(), n_tok);
   auto rows_of_ffn = [&](int64_t b, int64_t e, int ti) {
     matmul_rows(w_gate, pe_gate, x, n_tok, gate_scratch, b, e, ti);
     matmul_rows(w_up, pe_up, x, n_tok, out, b, e, ti);
@@ -434,6 +498,11 @@ Status CpuBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, const
 
 Status CpuBackend::get_rows(const Tensor& w, const int32_t* ids, int64_t n, float* out) {
   const int64_t cols = w.cols();
+  if (const int bits = mlx_bits(w.type)) {  // an MLX-quantized embedding (mlx-lm quantizes it too)
+    for (int64_t i = 0; i < n; ++i)
+      kt_->affine_dequantize[bits](cpu::affine_row(w.data, w.row_stride(), w.groups, cols, ids[i]), out + i * cols, cols);
+    return Status::Ok();
+  }
   const cpu::DequantizeRowFn deq = kt_->dequantize_row[static_cast<uint32_t>(w.type)];
   for (int64_t i = 0; i < n; ++i) deq(w.row(ids[i]), out + i * cols, cols);
   return Status::Ok();

@@ -84,6 +84,14 @@ class CpuBackend final : public Backend {
   // w's packed form or nullptr (looked up by the caller, once per op).
   void matmul_rows(const Tensor& w, const PackedEntry* pe, const float* x, int64_t n_tok, float* y, int64_t b, int64_t e,
                    int ti);
+  // affine_x_[t] for tokens x (n_tok, cols) when one of ws[0..n) is an MLX
+  // affine matrix and the pass runs the dot kernels (n_tok ≤ kExactRowsMax).
+  void prepare_affine_input(const Tensor* const* ws, int n, const float* x, int64_t cols, int64_t n_tok);
+  std::vector<float> affine_x4_, affine_sum_;
+  std::vector<cpu::AffineX> affine_x_;
+  // matmul_rows of an MLX affine matrix (mlx_bits(w.type) == bits).
+  void matmul_rows_affine(const Tensor& w, int bits, const float* x, int64_t n_tok, float* y, int64_t b, int64_t e,
+                          int ti);
   static constexpr int kMaxGroup = 8;  // matrices per matmul_group job
 
   struct alignas(64) ThreadScratch {

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "core/dtype.h"
+#include "core/tensor.h"
 
 namespace laya::cpu {
 
@@ -36,6 +37,45 @@ using DotRowFn = float (*)(const void* w, const float* x, int64_t n);
 // about one decode step, and decide exactly as decoding them one by one would.
 using DotRowsFn = void (*)(const void* w, const float* x, int64_t ldx, int64_t m, int64_t n, float* y, int64_t ldy);
 
+// One row of an MLX affine matrix (DType::MLX_Q*, core/dtype.h): its packed
+// values and its groups' scales and biases, as the file holds them. The
+// kernels keep the group layout: a group's scale and bias are read once and
+// applied to its sums, no dequantized copy of the row is made (except by
+// affine_dequantize, for the prefill's tiles).
+struct AffineRow {
+  const uint8_t* q = nullptr;       // n · bits / 8 bytes
+  const void* scales = nullptr;     // n / group values of `type`
+  const void* biases = nullptr;
+  DType type = DType::F16;          // F16, BF16 or F32
+  int32_t group = 64;               // 32, 64 or 128
+};
+// One token's activations as the affine dot kernels read them, made once per
+// matmul by affine_prepare for all rows: x; x4, x with each 32 values in the
+// order a 4-bit step unpacks bytes (the low nibbles: values 0, 2, ..., 30,
+// then the high ones: 1, 3, ..., 31), so no shuffle interleaves them back;
+// and sum32, the sum of every 32 values (a group's Σx, which its bias
+// multiplies, is the same for every row).
+struct AffineX {
+  const float* x = nullptr;
+  const float* x4 = nullptr;     // n values
+  const float* sum32 = nullptr;  // n / 32 values
+};
+// x4 and sum32 of x (n a multiple of 32).
+void affine_prepare(const float* x, int64_t n, float* x4, float* sum32);
+// Σ_i (s·q_i + z)·x_i over a row of n values (n a multiple of group). The
+// scalar reference reads x.x only: a wrong x4 or sum32 shows as a SIMD kernel
+// that differs from it.
+using AffineDotFn = float (*)(const AffineRow& w, const AffineX& x, int64_t n);
+// dst[i] = s·q_i + z.
+using AffineDequantizeFn = void (*)(const AffineRow& w, float* dst, int64_t n);
+
+// Row r of an MLX tensor (its type's bits are mlx_bits(t.type)).
+inline AffineRow affine_row(const uint8_t* data, size_t row_stride, const GroupParams& g, int64_t cols, int64_t r) {
+  const size_t per_row = static_cast<size_t>(cols / g.size) * (g.type == DType::F32 ? 4 : 2);
+  return AffineRow{data + static_cast<size_t>(r) * row_stride, g.scales + static_cast<size_t>(r) * per_row,
+                   g.biases + static_cast<size_t>(r) * per_row, g.type, g.size};
+}
+
 struct KernelTable {
   Isa isa;
   // Indexed by static_cast<uint32_t>(DType), size 32. nullptr = not supported.
@@ -44,6 +84,9 @@ struct KernelTable {
   DotRowFn dot_row[32];
   // nullptr: the caller loops over dot_row (same bits, weights read m times).
   DotRowsFn dot_rows[32];
+  // MLX affine types, indexed by bits (2..8; 7 is none).
+  AffineDotFn affine_dot[9];
+  AffineDequantizeFn affine_dequantize[9];
   // Plain float helpers used by attention / prefill.
   float (*dot_f32)(const float* a, const float* b, int64_t n);
   void (*axpy_f32)(float a, const float* x, float* y, int64_t n);  // y += a*x
@@ -66,5 +109,8 @@ void fill_scalar_table(KernelTable& t);
 void fill_avx2_table(KernelTable& t);    // only when LAYA_HAVE_X86 is defined
 void fill_avx512_table(KernelTable& t);  // only when LAYA_HAVE_X86 is defined
 void fill_neon_table(KernelTable& t);    // only when LAYA_HAVE_ARM is defined
+// The MLX affine entries (cpu/ref/affine_ref.cpp, cpu/x86/affine_avx2.cpp).
+void fill_affine_scalar(KernelTable& t);
+void fill_affine_avx2(KernelTable& t);   // only when LAYA_HAVE_X86 is defined
 
 }  // namespace laya::cpu

@@ -172,6 +172,12 @@ Status CudaBackend::prepare_weights(const std::vector<const Tensor*>& matrices, 
     for (const Tensor* t : *list) {
       if (!t->present() || mats_.count(t->data)) continue;
       if (std::any_of(todo.begin(), todo.end(), [&](const Tensor* u) { return u->data == t->data; })) continue;
+      if (const int bits = mlx_bits(t->type)) {  // no CUDA kernel reads MLX's groups yet
+        return Status(StatusCode::kUnsupported,
+                      fmt::format("not supported on CUDA: tensor {} is MLX {}-bit affine (group {}); run this MLX "
+                                  "folder on the cpu backend, or convert the model to GGUF for CUDA",
+                                  t->name, bits, t->groups.size));
+      }
       if (!cuda::dev_supported(t->type)) {
         return Status(StatusCode::kUnsupported,
                       fmt::format("cuda: tensor {} has type {}, which the cuda backend cannot read", t->name,

@@ -246,6 +246,7 @@ void fill_scalar_table(KernelTable& t) {
   set<BlockQ4_K, kQK_K, deq_block_q4_k>(t, DType::Q4_K);
   set<BlockQ5_K, kQK_K, deq_block_q5_k>(t, DType::Q5_K);
   set<BlockQ6_K, kQK_K, deq_block_q6_k>(t, DType::Q6_K);
+  fill_affine_scalar(t);
   t.dot_f32 = &dot_f32_ref;
   t.axpy_f32 = &axpy_f32_ref;
 }

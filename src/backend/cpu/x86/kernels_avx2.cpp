@@ -564,6 +564,7 @@ void fill_avx2_table(KernelTable& t) {
   set(t, DType::Q4_K, &deq_q4_k, &dot_row_q4_k);
   set(t, DType::Q5_K, &deq_q5_k, &dot_row_q5_k);
   set(t, DType::Q6_K, &deq_q6_k, &dot_row_q6_k);
+  fill_affine_avx2(t);
   t.dot_f32 = &dot_f32;
   t.axpy_f32 = &axpy_f32;
 }
