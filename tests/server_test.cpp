@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <unistd.h>
 #include <fstream>
 
 #include <httplib.h>
@@ -294,7 +295,8 @@ TEST(ServerHttp, LlamaVimBodyGetsTheFieldsItReads) {
 // request is logged too, with its status; an unwritable path is refused.
 TEST(ServerHttp, RequestLogSaysWhatEachRequestCost) {
   REQUIRE_ENV();
-  const std::string path = ::testing::TempDir() + "laya_request_log.jsonl";
+  // One file per process: two runs of this test at once (worktrees, ctest -j) must not share it.
+  const std::string path = ::testing::TempDir() + "laya_request_log." + std::to_string(::getpid()) + ".jsonl";
   std::remove(path.c_str());
   {
     HttpOptions ho;
