@@ -11,6 +11,8 @@ Groups, each a list of cases with the expected status:
   slowloris  slow-header connections + idle keep-alive clients while a normal
              client types: its /infill p99 must stay <= 2x its quiet p99
   swap       truncate / restore a model file while /admin/model loads it
+  owners     clients on other addresses typing near-identical documents at
+             once: none supersedes another's (each address owns its documents)
 While every group runs, /health is probed every 50 ms and must answer within
 100 ms; after each group the server's RSS must be within +50 MB of its start
 (printed). Attack clients use other loopback addresses (127.0.0.2, 127.0.1.x):
@@ -521,12 +523,39 @@ def group_swap(srv: Server, model: str, full: bool):
     return base
 
 
+def group_owners(srv: Server, full: bool):
+    """Issue 29 item 5: near-identical documents from different clients (other
+    loopback addresses), all at once, each answered for itself: no 409 /
+    "superseded" answer, though they differ in a character only."""
+    n = 48 if full else 12
+    before = srv.rss()
+    doc = "import os\n\ndef main(argv):\n    for arg in argv:\n        print(arg"
+    out = [None] * n
+
+    def one(i):
+        body = {"input_prefix": doc[:-3] + chr(ord("a") + i % 26), "input_suffix": "\n", "n_predict": 8}
+        out[i] = request(srv.port, "POST", "/infill", body, src=f"127.0.{2 + i // 200}.{1 + i % 200}")
+
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    ok = sum(1 for st, body, _ in out if st == 200 and isinstance(body, dict) and "error" not in body)
+    superseded = sum(1 for st, body, _ in out if isinstance(body, dict) and "error" in body)
+    check(ok == n and superseded == 0, f"owners: {n} clients at once, {ok} answered for themselves, "
+                                       f"{superseded} superseded (want {n}, 0)")
+    # Each client's document is a resident session (~3 MB: its KV and buffers,
+    # up to --max-sessions): the RSS after the group is held to that.
+    return before + 4 * n
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--laya", default=str(ROOT / "build" / "laya"))
     ap.add_argument("--model", default=str(ROOT / "models" / "laya-default-q8_0.gguf"))
     ap.add_argument("--full", action="store_true", help="issue 29's sizes: 1 GiB chunked, 500 + 200 clients, 50 swaps")
-    ap.add_argument("--groups", default="bodies,lsp,caps,slowloris,swap")
+    ap.add_argument("--groups", default="bodies,lsp,caps,slowloris,swap,owners")
     ap.add_argument("--serve-args", default="", help="more `laya serve` options, after the suite's (e.g. to show "
                                                        "that a case fails without a limit)")
     a = ap.parse_args()
@@ -562,7 +591,8 @@ def main() -> int:
             watch = HealthWatch(srv.port)
             base = {"bodies": lambda: group_bodies(srv, a.full), "caps": lambda: group_caps(srv, a.full),
              "slowloris": lambda: group_slowloris(srv, a.full),
-             "swap": lambda: group_swap(srv, a.model, a.full)}[g]()
+             "swap": lambda: group_swap(srv, a.model, a.full),
+             "owners": lambda: group_owners(srv, a.full)}[g]()
             watch.finish(g)
             time.sleep(0.2)
             if not check(srv.alive(), f"{g}: the server is alive (exit {srv.proc.returncode})"):
