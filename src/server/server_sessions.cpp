@@ -104,14 +104,16 @@ size_t affix_bytes(std::string_view a, std::string_view b) {
 // plugins send at most 256 lines before the cursor, so as the cursor moves
 // down lines leave at the top (and a look-ahead drops as many as its
 // suggestion adds), which a plain common prefix sees as a different document.
-// The later start is found by the other text's first 64 bytes.
+// (llama.vim's first line even gains a "\n" before it once it has a line
+// above). The later start is found by the other text's first 64 bytes (or all
+// of a shorter one, 8 at least).
 size_t aligned_affix_bytes(std::string_view a, std::string_view b) {
-  constexpr size_t kProbe = 64;
+  const size_t probe = std::min<size_t>({64, a.size(), b.size()});
   size_t best = affix_bytes(a, b);
-  if (2 * best >= b.size() || a.size() < kProbe || b.size() < kProbe) return best;
-  if (const size_t at = a.find(b.substr(0, kProbe), 1); at != std::string_view::npos)
+  if (2 * best >= b.size() || probe < 8) return best;
+  if (const size_t at = a.find(b.substr(0, probe), 1); at != std::string_view::npos)
     best = std::max(best, affix_bytes(a.substr(at), b));
-  if (const size_t at = b.find(a.substr(0, kProbe), 1); at != std::string_view::npos)
+  if (const size_t at = b.find(a.substr(0, probe), 1); at != std::string_view::npos)
     best = std::max(best, affix_bytes(a, b.substr(at)));
   return best;
 }
@@ -261,7 +263,7 @@ Result<ServedSuggestion> ServerSessions::suggest(const RequestFrom& from, std::s
     return out;
   }
   out.suggestion = std::move(w->suggestion);
-  if (!out.suggestion.cancelled && version != 0) {
+  if (version != 0) {  // (cancelled by its own stop string is still what was shown)
     std::lock_guard<std::mutex> lock(mu_);
     if (e->version == version) e->shown = out.suggestion.text;
   }
