@@ -40,7 +40,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_load import apply, load_trace, percentile  # noqa: E402  (the same trace semantics)
-from vim_requests import free_port, start_server  # noqa: E402,F401
+from vim_requests import post, start_server  # noqa: E402  (llama.vim's /infill, timed the same way)
 
 FIELDS = ["content", "timings/prompt_n", "timings/prompt_ms", "timings/prompt_per_token_ms",
           "timings/prompt_per_second", "timings/predicted_n", "timings/predicted_ms",
@@ -115,18 +115,6 @@ def vscode_body(doc, cursor, extra, prev=None):
     if nindent:
         body["n_indent"] = nindent
     return body
-
-
-def post(conn, body):
-    data = json.dumps(body).encode()
-    t0 = time.perf_counter()
-    conn.request("POST", "/infill", body=data, headers={"Content-Type": "application/json"})
-    r = conn.getresponse()
-    raw = r.read()
-    ms = (time.perf_counter() - t0) * 1e3
-    if r.status != 200:
-        raise RuntimeError(f"/infill answered {r.status}: {raw[:300]!r}")
-    return ms, json.loads(raw)
 
 
 def first(answer):

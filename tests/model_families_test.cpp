@@ -21,6 +21,7 @@
 #include "backend/cpu/kernels.h"
 #include "engine/engine.h"
 #include "session/session.h"
+#include "logits_check.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
 
@@ -29,9 +30,7 @@ namespace {
 
 std::string family_dir(const std::string& fam) { return std::string(LAYA_SOURCE_DIR) + "/tests/fixtures/families/" + fam; }
 
-struct Err {
-  double rel_l2 = 1e9, max_abs = 1e9;
-};
+using Err = test::LogitsError;
 
 // Every prompt of the family (all positions) through a fresh sequence, in
 // one prefill or token by token through the KV cache, compared with
@@ -54,35 +53,9 @@ Err measure(const std::string& fam, const std::string& file, const std::string& 
   Engine& eng = **e;
   const auto j = nlohmann::json::parse(test::read_text_file(family_dir(fam) + "/prompts.json"));
   const auto prompts = j["prompts"].get<std::vector<std::vector<int32_t>>>();
-  double num = 0, den = 0, mx = 0;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    const auto& p = prompts[i];
-    const int64_t n = static_cast<int64_t>(p.size()), nv = eng.n_vocab();
-    std::vector<float> got(static_cast<size_t>(n * nv));
-    auto seq = eng.new_sequence();
-    if (incremental) {
-      for (int64_t t = 0; t < n; ++t) {
-        EXPECT_TRUE(eng.decode(*seq, p[static_cast<size_t>(t)]).ok());
-        std::copy(seq->logits(), seq->logits() + nv, got.begin() + t * nv);
-      }
-    } else {
-      const Status st = eng.prefill(*seq, p, 0, got.data());
-      EXPECT_TRUE(st.ok()) << st.to_string();
-    }
-    test::NpyArray ref;
-    std::string err;
-    const std::string rp = family_dir(fam) + "/ref/" + prefix + "_p" + std::to_string(i) + ".npy";
-    EXPECT_TRUE(test::read_npy_f32(rp, &ref, &err)) << err;
-    EXPECT_EQ(ref.data.size(), got.size()) << rp;
-    if (ref.data.size() != got.size()) return {};
-    for (size_t k = 0; k < got.size(); ++k) {
-      const double d = static_cast<double>(got[k]) - ref.data[k];
-      num += d * d;
-      den += static_cast<double>(ref.data[k]) * ref.data[k];
-      mx = std::max(mx, std::fabs(d));
-    }
-  }
-  return {std::sqrt(num / den), mx};
+  return test::logits_error(eng, prompts, incremental, [&](size_t i) {
+    return family_dir(fam) + "/ref/" + prefix + "_p" + std::to_string(i) + ".npy";
+  });
 }
 
 // Every CPU instruction set this machine and build have ("" alone for another backend).

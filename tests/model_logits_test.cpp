@@ -10,14 +10,13 @@
 
 #include "backend/cpu/kernels.h"
 #include "engine/engine.h"
+#include "logits_check.h"
 #include "test_util.h"
 
 namespace laya {
 namespace {
 
-struct Err {
-  double rel_l2 = 0, max_abs = 0;
-};
+using Err = test::LogitsError;
 
 std::vector<std::vector<int32_t>> load_prompts(const std::string& fx) {
   auto j = nlohmann::json::parse(test::read_text_file(fx + "/ref-models/common/prompts.json"));
@@ -46,35 +45,9 @@ Err measure(const std::string& fx, const std::string& model_name, const std::str
   // the 300-token fourth one for many minutes).
   if (const char* mp = std::getenv("LAYA_TEST_MAX_PROMPTS"); mp && std::atoi(mp) > 0)
     prompts.resize(std::min(prompts.size(), static_cast<size_t>(std::atoi(mp))));
-  double num = 0, den = 0, mx = 0;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    const auto& p = prompts[i];
-    const int64_t n = static_cast<int64_t>(p.size()), nv = eng.n_vocab();
-    std::vector<float> got(static_cast<size_t>(n * nv));
-    auto seq = eng.new_sequence();
-    if (incremental) {
-      for (int64_t t = 0; t < n; ++t) {
-        EXPECT_TRUE(eng.decode(*seq, p[static_cast<size_t>(t)]).ok());
-        std::copy(seq->logits(), seq->logits() + nv, got.begin() + t * nv);
-      }
-    } else {
-      Status st = eng.prefill(*seq, p, 0, got.data());
-      EXPECT_TRUE(st.ok()) << st.to_string();
-    }
-    test::NpyArray ref;
-    std::string err;
-    const std::string rp = fx + "/ref-models/" + model_name + "/ref/" + prefix + "_p" + std::to_string(i) + ".npy";
-    EXPECT_TRUE(test::read_npy_f32(rp, &ref, &err)) << err;
-    EXPECT_EQ(ref.data.size(), got.size()) << rp;
-    if (ref.data.size() != got.size()) return {1e9, 1e9};
-    for (size_t k = 0; k < got.size(); ++k) {
-      const double d = static_cast<double>(got[k]) - ref.data[k];
-      num += d * d;
-      den += static_cast<double>(ref.data[k]) * ref.data[k];
-      mx = std::max(mx, std::fabs(d));
-    }
-  }
-  return {std::sqrt(num / den), mx};
+  return test::logits_error(eng, prompts, incremental, [&](size_t i) {
+    return fx + "/ref-models/" + model_name + "/ref/" + prefix + "_p" + std::to_string(i) + ".npy";
+  });
 }
 
 struct Case {

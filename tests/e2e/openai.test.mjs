@@ -4,8 +4,8 @@
 // request surfacing as the client's APIError with status 400.
 //   node tests/e2e/openai.test.mjs LAYA_BINARY MODEL
 // Exit 77 (skipped) when the npm packages are not installed (scripts/deps.sh).
-import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
+import { startServer } from './laya_serve.mjs';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
@@ -22,23 +22,8 @@ if (!laya || !model) {
   process.exit(2);
 }
 
-// Starts laya serve on a free port; resolves with its base URL once it listens.
-function startServer(args) {
-  const child = spawn(laya, ['serve', '-m', model, '--port', '0', '-t', '2', '--awake-ms', '0', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  const url = new Promise((resolve, reject) => {
-    child.stderr.on('data', (d) => {
-      err += d.toString();
-      const m = err.match(/listening on (http:\/\/[0-9.:]+)/);
-      if (m) resolve(m[1]);
-    });
-    child.on('exit', (code) => reject(new Error(`laya serve exited with ${code}: ${err}`)));
-    setTimeout(() => reject(new Error(`laya serve did not start in 60 s: ${err}`)), 60000);
-  });
-  return { child, url };
-}
 
-const { child, url } = startServer(['--api-key', 'e2e-key']);
+const { child, url } = startServer(laya, model, ['--api-key', 'e2e-key']);
 let failed = false;
 try {
   const base = await url;

@@ -11,8 +11,8 @@
 // request for one completion gets (the greedy one), and the plugin's look-ahead request (the suggestion
 // accepted: cacheFutureSuggestion's context) answered on the same session.
 // Node's own fetch; no npm package needed.
-import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
+import { startServer } from './laya_serve.mjs';
 
 const [laya, model] = process.argv.slice(2);
 if (!laya || !model) {
@@ -20,20 +20,6 @@ if (!laya || !model) {
   process.exit(2);
 }
 
-function startServer(args) {
-  const child = spawn(laya, ['serve', '-m', model, '--port', '0', '-t', '2', '--awake-ms', '0', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let err = '';
-  const url = new Promise((resolve, reject) => {
-    child.stderr.on('data', (d) => {
-      err += d.toString();
-      const m = err.match(/listening on (http:\/\/[0-9.:]+)/);
-      if (m) resolve(m[1]);
-    });
-    child.on('exit', (code) => reject(new Error(`laya serve exited with ${code}: ${err}`)));
-    setTimeout(() => reject(new Error(`laya serve did not start in 60 s: ${err}`)), 60000);
-  });
-  return { child, url };
-}
 
 // llama.vscode's settings (package.json defaults) and createRequestPayload(noPredict = false, ...).
 const configuration = { n_predict: 128, max_parallel_completions: 3, t_max_prompt_ms: 500, t_max_predict_ms: 500,
@@ -77,7 +63,7 @@ const inputPrefix = lines.slice(Math.max(0, line - 256), line).join('\n') + '\n'
 const inputSuffix = lineSuffix + '\n' + lines.slice(line + 1, line + 1 + 64).join('\n') + '\n';
 const chunks = [{ text: 'def median(values):\n    return sorted(values)[len(values) // 2]\n', time: Date.now(), filename: 'stats.py' }];
 
-const { child, url } = startServer([]);
+const { child, url } = startServer(laya, model, []);
 let failed = false;
 try {
   const base = await url;
