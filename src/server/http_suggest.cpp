@@ -117,6 +117,10 @@ json pick_fields(const std::vector<std::string>& paths, const json& full) {
 }
 
 
+// The temperature completions 2..n are drawn at: the request's where it
+// samples, else llama-server's default.
+float alternative_temperature(float requested) { return requested > 0 ? requested : 0.8f; }
+
 // Completions 2..n of a request (n_cmpl, n) on the session the first was made
 // on, whose prompt that one left cached: each costs its own generation only.
 // They are drawn with the request's sampling where it samples (seed + i), else
@@ -134,7 +138,7 @@ std::vector<Outcome> alternatives(ServerSessions& sessions, RequestFrom from, st
                                   std::optional<double> budget_ms, const std::string_view* line_above) {
   constexpr int kDraws = 3;
   from.alternative = true;
-  if (so.sampling.temperature <= 0) so.sampling.temperature = 0.8f;
+  so.sampling.temperature = alternative_temperature(so.sampling.temperature);
   so.draft_sampled = true;
   // At most as long again as the first took: asking for n completions at most
   // doubles the wait for the first (measured with llama.vscode's stream: three
@@ -175,7 +179,7 @@ json infill_json(const InfillRequest& q, const SuggestOptions& so, const Outcome
                {"generation_settings",
                 {{"n_ctx", n_ctx},
                  {"n_predict", so.max_tokens},
-                 {"temperature", index == 0 ? so.sampling.temperature : std::max(so.sampling.temperature, 0.8f)},
+                 {"temperature", index == 0 ? so.sampling.temperature : alternative_temperature(so.sampling.temperature)},
                  {"top_k", so.sampling.top_k},
                  {"top_p", so.sampling.top_p},
                  {"model", model}}},
