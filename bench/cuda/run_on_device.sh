@@ -163,8 +163,11 @@ device() {
     local f=/tmp/llama-3.2-1b-Q8_0.gguf o
     [ -f "$f" ] || timeout 120 "$laya" mkmodel --preset llama-3.2-1b --type Q8_0 -o "$f" -q
     for o in ${REPLAY_MODES:---fast}; do
-      timeout "${REPLAY_S:-120}" "$laya" replay -m "$f" --backend cuda $o -q traces/*.jsonl traces/long/*.jsonl \
-        --json "$out/replay${o// /}.json" >>"$out/replay.log" 2>&1
+      local tr="traces/*.jsonl traces/long/*.jsonl"
+      # At a person's pace: the first 200 events of each trace (cut-traces/, ~130 s at 300 ms a pause).
+      [[ "$o" == *pace* ]] && [ -d cut-traces ] && tr="cut-traces/*.jsonl"
+      timeout "${REPLAY_S:-120}" "$laya" replay -m "$f" --backend cuda ${o//=/ } -q $tr \
+        --json "$out/replay${o//[^a-z0-9]/}.json" >>"$out/replay.log" 2>&1
       echo "rc $? replay $o"; tail -n 12 "$out/replay.log"
     done
     timeout "${REPLAY_S:-120}" "$laya" replay -m "$f" --backend cuda --fast --verify -q traces/*.jsonl >>"$out/replay.log" 2>&1
@@ -206,6 +209,31 @@ PY
         --launch-skip "${DETAIL_SKIP:-300}" --launch-count "${DETAIL_COUNT:-66}" \
         "$laya" bench -m "$f" --backend cuda -p 16 -n 24 --warmup 4 >"$out/detail-${v//[^A-Za-z0-9]/_}.txt" 2>&1
       echo "rc $? detail $v"
+    done
+  fi
+  if [[ " $steps " == *" persist "* ]]; then
+    echo "== the persistent decode kernel: the graph's bits, then decode with it on (default) and off"
+    LAYA_FIXTURES="$PWD/fx" timeout "${PERSIST_TESTS_S:-120}" "$tests" --gtest_filter='CudaPersistent.*' >"$out/persist.log" 2>&1
+    echo "rc $?"; grep -E '^\[ +(PASSED|FAILED|SKIPPED) |differs' "$out/persist.log" | head -20
+    local t m f p
+    for m in ${PERSIST_MODELS:-llama-3.2-1b qwen2.5-0.5b}; do
+      for t in ${PERSIST_TYPES:-Q8_0 BF16}; do
+        f="/tmp/$m-$t.gguf"
+        [ -f "$f" ] || timeout 120 "$laya" mkmodel --preset "$m" --type "$t" -o "$f" -q || continue
+        for p in 1 0 1 0; do
+          echo "$m $t persistent=$p: $(LAYA_CUDA_PERSISTENT=$p timeout 60 "$laya" bench -m "$f" --backend cuda -p 512 -n 256 \
+            --warmup 32 --json 2>&1 | grep -o '"decode_ms_p50": [0-9.]*\|"decode_ms_p99": [0-9.]*\|"step": "[^"]*"' | tr '\n' ' ')" |
+            tee -a "$out/persist.log"
+        done
+      done
+    done
+  fi
+  if [[ " $steps " == *" psanitize "* ]]; then
+    echo "== compute-sanitizer memcheck and racecheck on the persistent kernel (llama-tiny steps)"
+    for tool in memcheck racecheck; do
+      LAYA_FIXTURES="$PWD/fx" timeout "${SANITIZE_S:-200}" compute-sanitizer --tool $tool --error-exitcode 9 "$tests" \
+        --gtest_filter='CudaPersistent.Llama*' >"$out/persist-$tool.log" 2>&1
+      echo "rc $? $tool"; grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$out/persist-$tool.log" | head -5
     done
   fi
   if [[ " $steps " == *" sanitize "* ]]; then
