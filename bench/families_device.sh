@@ -135,7 +135,20 @@ device() {
   [ -n "$laya" ] || { log "no laya binary (stage $dir first, or set LAYA)"; return 1; }
   laya="$(cd "$(dirname "$laya")" && pwd)/$(basename "$laya")"
   "$laya" version >/dev/null 2>&1 || { log "laya does not start: missing libraries: $(pkg_missing "$laya")"; return 1; }
-  local b
+  # A CUDA build of llama.cpp loads CUDA's runtime libraries (cuBLAS: too large to carry): the
+  # device's CUDA installation or its Python wheels have them, where the loader may not look.
+  local b d extra=""
+  for b in "$lbench" "$lserver"; do
+    [ -n "$b" ] && [ -n "$(pkg_missing "$b")" ] || continue
+    local sp
+    sp=$(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null)
+    for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib $(for s in $sp; do echo "$s"/nvidia/*/lib "$s"/nvidia/*/lib64; done); do
+      [ -d "$d" ] && extra="$extra:$d"
+    done
+    export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}$extra"
+    echo "llama.cpp: $(basename "$b") misses libraries; CUDA's folders added to LD_LIBRARY_PATH:$extra" | tee -a "$RAW/machine.txt"
+    break
+  done
   for b in lbench lserver; do
     local p="${!b}"
     if [ -z "$p" ]; then
