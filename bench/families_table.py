@@ -71,12 +71,21 @@ def settings(raw):
     return s
 
 
-def mkmodel_info(raw, m):
+def model_info(raw, m):
+    """Parameters and weight bytes from `laya info` (M.info.txt); the tokenizer and the time to make
+    the file from mkmodel's result line (M.mkmodel.txt: absent when the file was made earlier)."""
+    info = {"params_m": None, "weights_mb": None, "tokenizer": None, "mkmodel_s": None}
     t = read_text(os.path.join(raw, f"{m}.mkmodel.txt")) or ""
-    info = {"params_m": None, "file_mb": None, "tokenizer": None, "seconds": None}
     r = re.search(r"([0-9.]+) M parameters, ([0-9.]+) MB, tokenizer (\S+).*?, ([0-9.]+) s", t)
     if r:
-        info.update(params_m=float(r.group(1)), file_mb=float(r.group(2)), tokenizer=r.group(3), seconds=float(r.group(4)))
+        info.update(params_m=float(r.group(1)), tokenizer=r.group(3), mkmodel_s=float(r.group(4)))
+    t = read_text(os.path.join(raw, f"{m}.info.txt")) or ""
+    r = re.search(r"^parameters:\s+\d+ \(([0-9.]+) M\)", t, re.M)
+    if r:
+        info["params_m"] = float(r.group(1))
+    r = re.search(r"^memory:\s+weights ([0-9.]+) MB", t, re.M)
+    if r:
+        info["weights_mb"] = float(r.group(1))
     return info
 
 
@@ -138,7 +147,7 @@ def main():
 
     out = {"settings": s, "machine": machine, "skipped": skipped, "models": []}
     for m in models:
-        e = {"preset": m, **mkmodel_info(raw, m), "decode": {}, "replay": {}}
+        e = {"preset": m, **model_info(raw, m), "decode": {}, "replay": {}}
         for th in threads:
             e["decode"][f"t{th}"] = {"laya": laya_decode(raw, m, th), "llama.cpp": llama_decode(raw, m, th)}
         e["replay"]["laya"] = replay_side(read_json(os.path.join(raw, f"{m}.replay", "laya.json")), "superseded")
@@ -158,14 +167,14 @@ def main():
              f"`llama-bench -p 0 -n {s.get('n_gen', '?')} -r {s.get('reps', '?')}`: mean ± stddev of the runs); "
              "llama.cpp / laya > 1: laya is faster.")
     L.append("")
-    head = "| model | params (M) | file (MB) |"
+    head = "| model | params (M) | weights (MB) |"
     sep = "| --- | ---: | ---: |"
     for th in threads:
         head += f" laya, {th} thr. | llama.cpp, {th} thr. | llama.cpp / laya |"
         sep += " ---: | ---: | ---: |"
     L += [head, sep]
     for e in out["models"]:
-        row = f"| {e['preset']} | {fmt(e['params_m'], 1)} | {fmt(e['file_mb'], 1)} |"
+        row = f"| {e['preset']} | {fmt(e['params_m'], 1)} | {fmt(e['weights_mb'], 1)} |"
         for th in threads:
             d = e["decode"][f"t{th}"]
             a, b = d["laya"], d["llama.cpp"]
