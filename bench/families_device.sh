@@ -14,6 +14,8 @@
 #        traces/     the public typing traces (TRACES_DIR, default ../shared/fixtures/traces: the
 #                    device gets no ../shared)
 #        versions.txt  laya's and llama.cpp's commits
+#      (or DIR holds the binaries as they are: DIR/laya, DIR/llama-bench, DIR/llama-server, libraries in
+#      DIR/lib, traces in DIR/traces)
 #   2. device, from the repository root:
 #        run(command="bash bench/families_device.sh device devrun/families", carry=["devrun/families"])
 #      writes to $OUT (at most 8 files come back): families.md (the tables), families.json (every
