@@ -268,5 +268,5 @@ case "${1:-}" in
     mkdir -p "$o"
     device "$@" 2>&1 | tee "$o/families.log"
     ;;
-  *) sed -n '2,40p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,42p' "$0" >&2; exit 2 ;;
 esac
