@@ -11,8 +11,8 @@
 #        of matmul.cu's ~9 minutes), and fills DEST (default /work/main/devcuda, which
 #        /work/main/.git/info/exclude ignores) with:
 #          bin.tar.xz   laya, laya_tests and the shared libraries they need that
-#                       are not glibc (fmt, pcre2, utf8proc, xxhash, ncurses,
-#                       httplib, ssl, libstdc++ ...) (xz: the device has no zstd)
+#                       are not glibc (bench/device_pkg.sh's pkg_pack, copied
+#                       beside this script as device_pkg.sh)
 #          llama-src.tar.gz  llama.cpp's sources for its CUDA llama-bench, when
 #                       ~/peers/llama.cpp is there (the device builds it on its
 #                       16 cores while laya's steps run: ~140 CUDA objects)
@@ -28,6 +28,9 @@
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# pkg_pack / pkg_unpack: beside this script once staged, in bench/ in the repository.
+# shellcheck source=../device_pkg.sh
+. "$here/device_pkg.sh" 2>/dev/null || . "$here/../device_pkg.sh" || exit 1
 
 stage() {
   local root dest fx
@@ -39,17 +42,11 @@ stage() {
     -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache \
     -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache >/dev/null || return 1
   ninja -C "$root/build-cuda" -j "${JOBS:-1}" laya laya_tests || return 1
-  rm -rf "$dest" && mkdir -p "$dest/pkg/lib" "$dest/fx/ref-models/common" || return 1
-  cp "$root/build-cuda/laya" "$root/build-cuda/tests/laya_tests" "$dest/pkg/"
-  # Every shared library but glibc's own: the device image has other versions or none.
-  # libstdc++ / libgcc_s apart: the device's own (newer) are used unless the
-  # binaries do not start with them; tools there (compute-sanitizer) need theirs.
-  mkdir -p "$dest/pkg/lib-std"
-  ldd "$root/build-cuda/laya" "$root/build-cuda/tests/laya_tests" | awk '/=> \// {print $3}' | sort -u |
-    grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\.so' | while read -r l; do
-      case "$l" in */libstdc++*|*/libgcc_s*) cp -L "$l" "$dest/pkg/lib-std/" ;; *) cp -L "$l" "$dest/pkg/lib/" ;; esac
-    done
-  tar -C "$dest/pkg" -cf - . | xz -9 -T2 >"$dest/bin.tar.xz" && rm -rf "$dest/pkg"
+  rm -rf "$dest" && mkdir -p "$dest/fx/ref-models/common" || return 1
+  # The binaries and the shared libraries they load (bench/device_pkg.sh): libstdc++ / libgcc_s
+  # apart, since tools there (compute-sanitizer) need the device's own.
+  pkg_pack "$dest" "$root/build-cuda/laya" "$root/build-cuda/tests/laya_tests" || return 1
+  cp "$here/../device_pkg.sh" "$dest/"
   cp "$fx/common/prompts.json" "$dest/fx/ref-models/common/"
   # The files the logits cases below read (the tracked tree travels too: 64 MiB in all).
   local m f
@@ -90,16 +87,10 @@ device() {
   # Five log files in $OUT (the tool returns at most 8, and what is there when
   # a command is stopped at its time limit).
   local out="${OUT:-$PWD/out}" steps="${STEPS:-tests logits bench sweep peer replay profile sanitize}"
-  mkdir -p "$out" pkg || return 1
-  # xz: the smallest form (the call carries at most 64 MiB); Python's lzma where the device has no xz.
-  tar -C pkg -xJf bin.tar.xz 2>/dev/null || python3 -c 'import tarfile; tarfile.open("bin.tar.xz").extractall("pkg")' || return 1
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
-  export LD_LIBRARY_PATH="$PWD/pkg/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  mkdir -p "$out" || return 1
   local laya="$PWD/pkg/laya" tests="$PWD/pkg/laya_tests"
-  if ! "$tests" --gtest_list_tests >/dev/null 2>&1; then
-    echo "the device's libstdc++ is older than the build's: using the carried one"
-    export LD_LIBRARY_PATH="$PWD/pkg/lib-std:$LD_LIBRARY_PATH"
-  fi
+  pkg_unpack "$PWD" "$tests" --gtest_list_tests || return 1
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
   "$tests" --gtest_list_tests >/dev/null || return 1
   # llama.cpp's CUDA build, in the background while laya's steps use the GPU.
   local peer_pid=""
