@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "backend/backend.h"
@@ -48,8 +49,17 @@ void expect_same_steps(const std::string& path, DType kv, int steps) {
     const int32_t tok = argmax(sg->logits(), nv);
     ASSERT_TRUE(graph->decode(*sg, tok).ok());
     ASSERT_TRUE(persistent->decode(*sp, tok).ok());
-    ASSERT_EQ(std::memcmp(sg->logits(), sp->logits(), static_cast<size_t>(nv) * sizeof(float)), 0)
-        << path << ": step " << s << " (position " << prompt.size() + static_cast<size_t>(s) << ") differs";
+    if (std::memcmp(sg->logits(), sp->logits(), static_cast<size_t>(nv) * sizeof(float)) != 0) {
+      double worst = 0;
+      int64_t at = 0;
+      for (int64_t i = 0; i < nv; ++i) {
+        const double d = std::abs(static_cast<double>(sg->logits()[i]) - sp->logits()[i]);
+        if (!(d <= worst)) worst = d, at = i;
+      }
+      FAIL() << path << ": step " << s << " (position " << prompt.size() + static_cast<size_t>(s)
+             << ") differs: largest difference " << worst << " at logit " << at << " (" << sg->logits()[at] << " vs "
+             << sp->logits()[at] << "), argmax " << argmax(sg->logits(), nv) << " vs " << argmax(sp->logits(), nv);
+    }
   }
 }
 

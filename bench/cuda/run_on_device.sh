@@ -215,7 +215,7 @@ PY
       for t in ${PERSIST_TYPES:-Q8_0 BF16}; do
         f="/tmp/$m-$t.gguf"
         [ -f "$f" ] || timeout 120 "$laya" mkmodel --preset "$m" --type "$t" -o "$f" -q || continue
-        for p in 1 0 1 0; do
+        for p in ${PERSIST_ROUNDS:-1 0 1 0}; do
           echo "$m $t persistent=$p: $(LAYA_CUDA_PERSISTENT=$p timeout 60 "$laya" bench -m "$f" --backend cuda -p 512 -n 256 \
             --warmup 32 --json 2>&1 | grep -o '"decode_ms_p50": [0-9.]*\|"decode_ms_p99": [0-9.]*\|"step": "[^"]*"' | tr '\n' ' ')" |
             tee -a "$out/persist.log"

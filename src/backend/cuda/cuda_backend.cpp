@@ -649,7 +649,7 @@ Status CudaBackend::step_end(bool ok) {
   // The same step as the persistent kernel's instructions, where it has them all.
   cuda::StepProgram prog = std::move(tape_);
   if (!prog.refused()) {
-    if (cudaError_t pe = prog.upload(launch_); pe != cudaSuccess && !prog.refused()) {
+    if (cudaError_t pe = prog.upload(launch_, stream_); pe != cudaSuccess && !prog.refused()) {
       cudaGetLastError();
       prog.refuse(fmt::format("uploading its program: {}", cudaGetErrorString(pe)));
     }

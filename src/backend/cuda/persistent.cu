@@ -275,7 +275,7 @@ int StepProgram::waits() const {
   return static_cast<int>(std::count_if(host_.begin(), host_.end(), [](const StepInstr& i) { return i.wait; }));
 }
 
-cudaError_t StepProgram::upload(const Launch& l) {
+cudaError_t StepProgram::upload(const Launch& l, cudaStream_t s) {
   if (host_.empty()) refuse("an empty step");
   // Every matrix of the step has one type: the kernel is compiled for it.
   bool typed = false;
@@ -328,8 +328,13 @@ cudaError_t StepProgram::upload(const Launch& l) {
   const size_t bytes = host_.size() * sizeof(StepInstr);
   if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&dev_), bytes); e != cudaSuccess) return e;
   if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&sync_), 2 * sizeof(unsigned)); e != cudaSuccess) return e;
-  if (cudaError_t e = cudaMemcpy(dev_, host_.data(), bytes, cudaMemcpyHostToDevice); e != cudaSuccess) return e;
-  return cudaMemset(sync_, 0, 2 * sizeof(unsigned));
+  // On the launching stream, then waited for: the stream is non-blocking, so
+  // cudaMemcpy / cudaMemset on the legacy stream would not be ordered before
+  // the first launch (a pageable copy may return before its DMA is done), and
+  // a barrier counter not yet zeroed lets every wait pass.
+  if (cudaError_t e = cudaMemcpyAsync(dev_, host_.data(), bytes, cudaMemcpyHostToDevice, s); e != cudaSuccess) return e;
+  if (cudaError_t e = cudaMemsetAsync(sync_, 0, 2 * sizeof(unsigned), s); e != cudaSuccess) return e;
+  return cudaStreamSynchronize(s);
 }
 
 cudaError_t StepProgram::launch(const Launch& l, const int64_t* dyn, cudaStream_t s) const {

@@ -97,7 +97,8 @@ class StepProgram {
   // Copies the instructions to the device and picks the kernel for the
   // weights' type (every matrix of the step must have it: Q8_0, BF16, F16
   // or F32); a refusal becomes kErrorInvalidValue with why_refused() set.
-  cudaError_t upload(const Launch& l);
+  // Done on stream s (the one that launches), and waited for.
+  cudaError_t upload(const Launch& l, cudaStream_t s);
   bool ready() const { return dev_ != nullptr; }
   // One decode step: the kernel reads the token and position from dyn.
   cudaError_t launch(const Launch& l, const int64_t* dyn, cudaStream_t s) const;
