@@ -546,10 +546,11 @@ Status CpuBackend::add(float* y, const float* x, int64_t n) {
   return Status::Ok();
 }
 
-// The families' elementwise ops: a decode step's (n_embd or n_ff values, a
-// few microseconds with SIMD) on the caller's thread, less than handing them
-// to the pool costs; a prefill's (n_tok times as many) or the logits' (n_vocab)
-// split across it, in whole cache lines.
+// The families' elementwise ops: a decode step's (n_embd or most n_ff values)
+// on the caller's thread, less work than a wake-up of the pool costs; a
+// prefill's (n_tok times as many) or the logits' (n_vocab) split across it, in
+// whole cache lines. (The threshold is the scalar GELU's; not re-measured for
+// the SIMD kernels.)
 constexpr int64_t kSerialElements = 16384;
 constexpr int64_t kElementGrain = 64;
 
