@@ -11,8 +11,8 @@
 #        of matmul.cu's ~9 minutes), and fills DEST (default /work/main/devcuda, which
 #        /work/main/.git/info/exclude ignores) with:
 #          bin.tar.xz   laya, laya_tests and the shared libraries they need that
-#                       are not glibc (fmt, pcre2, utf8proc, xxhash, ncurses,
-#                       httplib, ssl, libstdc++ ...) (xz: the device has no zstd)
+#                       are not glibc (bench/device_pkg.sh's pkg_pack, copied
+#                       beside this script as device_pkg.sh)
 #          llama-src.tar.gz  llama.cpp's sources for its CUDA llama-bench, when
 #                       ~/peers/llama.cpp is there (the device builds it on its
 #                       16 cores while laya's steps run: ~140 CUDA objects)
@@ -28,6 +28,9 @@
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# pkg_pack / pkg_unpack: beside this script once staged, in bench/ in the repository.
+# shellcheck source=../device_pkg.sh
+. "$here/device_pkg.sh" 2>/dev/null || . "$here/../device_pkg.sh" || exit 1
 
 stage() {
   local root dest fx
@@ -39,17 +42,11 @@ stage() {
     -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache \
     -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache >/dev/null || return 1
   ninja -C "$root/build-cuda" -j "${JOBS:-1}" laya laya_tests || return 1
-  rm -rf "$dest" && mkdir -p "$dest/pkg/lib" "$dest/fx/ref-models/common" || return 1
-  cp "$root/build-cuda/laya" "$root/build-cuda/tests/laya_tests" "$dest/pkg/"
-  # Every shared library but glibc's own: the device image has other versions or none.
-  # libstdc++ / libgcc_s apart: the device's own (newer) are used unless the
-  # binaries do not start with them; tools there (compute-sanitizer) need theirs.
-  mkdir -p "$dest/pkg/lib-std"
-  ldd "$root/build-cuda/laya" "$root/build-cuda/tests/laya_tests" | awk '/=> \// {print $3}' | sort -u |
-    grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\.so' | while read -r l; do
-      case "$l" in */libstdc++*|*/libgcc_s*) cp -L "$l" "$dest/pkg/lib-std/" ;; *) cp -L "$l" "$dest/pkg/lib/" ;; esac
-    done
-  tar -C "$dest/pkg" -cf - . | xz -9 -T2 >"$dest/bin.tar.xz" && rm -rf "$dest/pkg"
+  rm -rf "$dest" && mkdir -p "$dest/fx/ref-models/common" || return 1
+  # The binaries and the shared libraries they load (bench/device_pkg.sh): libstdc++ / libgcc_s
+  # apart, since tools there (compute-sanitizer) need the device's own.
+  pkg_pack "$dest" "$root/build-cuda/laya" "$root/build-cuda/tests/laya_tests" || return 1
+  cp "$here/../device_pkg.sh" "$dest/"
   cp "$fx/common/prompts.json" "$dest/fx/ref-models/common/"
   # The files the logits cases below read (the tracked tree travels too: 64 MiB in all).
   local m f
@@ -90,16 +87,10 @@ device() {
   # Five log files in $OUT (the tool returns at most 8, and what is there when
   # a command is stopped at its time limit).
   local out="${OUT:-$PWD/out}" steps="${STEPS:-tests logits bench sweep peer replay profile sanitize}"
-  mkdir -p "$out" pkg || return 1
-  # xz: the smallest form (the call carries at most 64 MiB); Python's lzma where the device has no xz.
-  tar -C pkg -xJf bin.tar.xz 2>/dev/null || python3 -c 'import tarfile; tarfile.open("bin.tar.xz").extractall("pkg")' || return 1
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
-  export LD_LIBRARY_PATH="$PWD/pkg/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  mkdir -p "$out" || return 1
   local laya="$PWD/pkg/laya" tests="$PWD/pkg/laya_tests"
-  if ! "$tests" --gtest_list_tests >/dev/null 2>&1; then
-    echo "the device's libstdc++ is older than the build's: using the carried one"
-    export LD_LIBRARY_PATH="$PWD/pkg/lib-std:$LD_LIBRARY_PATH"
-  fi
+  pkg_unpack "$PWD" "$tests" --gtest_list_tests || return 1
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
   "$tests" --gtest_list_tests >/dev/null || return 1
   # llama.cpp's CUDA build, in the background while laya's steps use the GPU.
   local peer_pid=""
@@ -163,8 +154,11 @@ device() {
     local f=/tmp/llama-3.2-1b-Q8_0.gguf o
     [ -f "$f" ] || timeout 120 "$laya" mkmodel --preset llama-3.2-1b --type Q8_0 -o "$f" -q
     for o in ${REPLAY_MODES:---fast}; do
-      timeout "${REPLAY_S:-120}" "$laya" replay -m "$f" --backend cuda $o -q traces/*.jsonl traces/long/*.jsonl \
-        --json "$out/replay${o// /}.json" >>"$out/replay.log" 2>&1
+      local tr="traces/*.jsonl traces/long/*.jsonl"
+      # At a person's pace: the first 200 events of each trace (cut-traces/, ~130 s at 300 ms a pause).
+      [[ "$o" == *pace* ]] && [ -d cut-traces ] && tr="cut-traces/*.jsonl"
+      timeout "${REPLAY_S:-120}" "$laya" replay -m "$f" --backend cuda ${o//=/ } -q $tr \
+        --json "$out/replay${o//[^a-z0-9]/}.json" >>"$out/replay.log" 2>&1
       echo "rc $? replay $o"; tail -n 12 "$out/replay.log"
     done
     timeout "${REPLAY_S:-120}" "$laya" replay -m "$f" --backend cuda --fast --verify -q traces/*.jsonl >>"$out/replay.log" 2>&1
@@ -206,6 +200,31 @@ PY
         --launch-skip "${DETAIL_SKIP:-300}" --launch-count "${DETAIL_COUNT:-66}" \
         "$laya" bench -m "$f" --backend cuda -p 16 -n 24 --warmup 4 >"$out/detail-${v//[^A-Za-z0-9]/_}.txt" 2>&1
       echo "rc $? detail $v"
+    done
+  fi
+  if [[ " $steps " == *" persist "* ]]; then
+    echo "== the persistent decode kernel: the graph's bits, then decode with it on (default) and off"
+    LAYA_FIXTURES="$PWD/fx" timeout "${PERSIST_TESTS_S:-120}" "$tests" --gtest_filter='CudaPersistent.*' >"$out/persist.log" 2>&1
+    echo "rc $?"; grep -E '^\[ +(PASSED|FAILED|SKIPPED) |differs' "$out/persist.log" | head -20
+    local t m f p
+    for m in ${PERSIST_MODELS:-llama-3.2-1b qwen2.5-0.5b}; do
+      for t in ${PERSIST_TYPES:-Q8_0 BF16}; do
+        f="/tmp/$m-$t.gguf"
+        [ -f "$f" ] || timeout 120 "$laya" mkmodel --preset "$m" --type "$t" -o "$f" -q || continue
+        for p in 1 0 1 0; do
+          echo "$m $t persistent=$p: $(LAYA_CUDA_PERSISTENT=$p timeout 60 "$laya" bench -m "$f" --backend cuda -p 512 -n 256 \
+            --warmup 32 --json 2>&1 | grep -o '"decode_ms_p50": [0-9.]*\|"decode_ms_p99": [0-9.]*\|"step": "[^"]*"' | tr '\n' ' ')" |
+            tee -a "$out/persist.log"
+        done
+      done
+    done
+  fi
+  if [[ " $steps " == *" psanitize "* ]]; then
+    echo "== compute-sanitizer memcheck and racecheck on the persistent kernel (llama-tiny steps)"
+    for tool in memcheck racecheck; do
+      LAYA_FIXTURES="$PWD/fx" timeout "${SANITIZE_S:-200}" compute-sanitizer --tool $tool --error-exitcode 9 "$tests" \
+        --gtest_filter='CudaPersistent.Llama*' >"$out/persist-$tool.log" 2>&1
+      echo "rc $? $tool"; grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$out/persist-$tool.log" | head -5
     done
   fi
   if [[ " $steps " == *" sanitize "* ]]; then

@@ -278,6 +278,10 @@ class Backend {
     (void)ok;
     return Status::Ok();
   }
+  // How this backend runs a decode step, for `laya bench` (the CUDA
+  // backend: its persistent kernel, or a graph and why); empty where there
+  // is nothing to say.
+  virtual std::string decode_step_note() const { return {}; }
 
  protected:
   friend class Buffer;

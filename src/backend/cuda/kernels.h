@@ -53,6 +53,9 @@ struct MatvecJob {
   float norm_eps = 0.f;
   float* norm_out = nullptr;
   bool accumulate = false;
+  // A bias per matrix (F32, its rows), added to the product before the
+  // accumulation (qwen2's q, k, v); nullptr: none.
+  const float* bias[3] = {nullptr, nullptr, nullptr};
   bool prefetch = false;  // set by matvec(): the rows into L2 before pdl_wait() (a chained launch)
 };
 
