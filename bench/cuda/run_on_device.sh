@@ -64,8 +64,9 @@ stage() {
   if [ -d "$peer/ggml/src/ggml-cuda" ]; then
     local t; t=$(mktemp -d)
     (cd "$peer" && tar cf - --exclude='ggml/src/ggml-'{vulkan,sycl,metal,cann,opencl,hexagon,webgpu,openvino,zdnn,zendnn,et,virtgpu} \
-        ggml src include common vendor cmake CMakeLists.txt LICENSE tools/llama-bench) | tar -C "$t" -xf -
-    echo 'add_subdirectory(llama-bench)' >"$t/tools/CMakeLists.txt"
+        ggml src include common vendor cmake CMakeLists.txt LICENSE tools/llama-bench tools/server tools/ui tools/mtmd) |
+      tar -C "$t" -xf -
+    printf 'add_subdirectory(llama-bench)\nadd_subdirectory(ui)\nadd_subdirectory(mtmd)\nadd_subdirectory(server)\n' >"$t/tools/CMakeLists.txt"
     tar -C "$t" -czf "$dest/llama-src.tar.gz" . && rm -rf "$t"
     (cd "$peer" && git log -1 --format='%H %s') >"$dest/llama-commit.txt" 2>/dev/null
   fi
@@ -96,10 +97,13 @@ device() {
   local peer_pid=""
   if [[ " $steps " == *" peer "* ]] && [ -f llama-src.tar.gz ]; then
     mkdir -p /tmp/llama && tar -C /tmp/llama -xzf llama-src.tar.gz
+    # Native CPU code (this machine's AVX-512 VNNI): the same binaries serve bench/families_device.sh's
+    # CPU comparison in the next call (CUDA_VISIBLE_DEVICES= there), llama-server included.
     (cd /tmp/llama && cmake -B b -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-        -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-        -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_APP=OFF >/tmp/llama-build.log 2>&1 &&
-      nice -n 5 ninja -C b -j "${PEER_JOBS:-12}" llama-bench >>/tmp/llama-build.log 2>&1) &
+        -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
+        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+        -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_APP=OFF >/tmp/llama-build.log 2>&1 &&
+      nice -n 5 ninja -C b -j "${PEER_JOBS:-12}" llama-bench llama-server >>/tmp/llama-build.log 2>&1) &
     peer_pid=$!
   fi
   if [[ " $steps " == *" tests "* ]]; then
