@@ -154,6 +154,10 @@ class CpuBackend final : public Backend {
   // decode step, an even split (grain 16) for a multi-token pass.
   template <typename F>
   void run_rows(int64_t n, int64_t n_tok, F&& rows);
+  // Runs fn(b, e) over [0, n) split evenly across the pool in units of
+  // `grain`, or fn(0, n) on the caller's thread when n < serial_below.
+  template <typename F>
+  void run_split(int64_t n, int64_t grain, int64_t serial_below, F&& fn);
   // Calls f(b, e) for every chunk thread ti claims until all rows are done.
   template <typename F>
   void claim_rows(int ti, int nt, F&& f) {

@@ -17,29 +17,11 @@
 #include <type_traits>
 
 #include "backend/cpu/attention.h"
-#include "backend/cpu/x86/exp_poly.h"
+#include "backend/cpu/x86/vec_avx2.h"  // exp_avx2
 
 namespace laya::cpu {
 
 namespace {
-
-// exp(x) for x <= 0 (softmax after subtracting the max): 2^(x·log2 e) split
-// into 2^n · 2^f, f in [-0.5, 0.5], degree-6 polynomial (exp_poly.h);
-// relative error < 2e-7. x is clamped at -87, so n >= -126 and 2^n · p stays a
-// normal float: it is made by adding n to p's exponent field.
-inline __m256 exp_avx2(__m256 x) {
-  const __m256 log2e = _mm256_set1_ps(exp_poly::kLog2e);
-  x = _mm256_max_ps(x, _mm256_set1_ps(exp_poly::kMinArg));
-  const __m256 t = _mm256_mul_ps(x, log2e);
-  const __m256 n = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  // f·ln2 computed in two parts for accuracy.
-  const __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(exp_poly::kLn2Hi), x);
-  const __m256 f = _mm256_fnmadd_ps(n, _mm256_set1_ps(exp_poly::kLn2Lo), r);
-  __m256 p = _mm256_set1_ps(exp_poly::kCoef[0]);
-  for (int i = 1; i < 7; ++i) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(exp_poly::kCoef[i]));
-  const __m256i exponent_step = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
-  return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), exponent_step));
-}
 
 inline float hmax(__m256 v) {
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

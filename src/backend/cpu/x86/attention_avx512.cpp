@@ -11,26 +11,11 @@
 #include <type_traits>
 
 #include "backend/cpu/attention.h"
-#include "backend/cpu/x86/exp_poly.h"
+#include "backend/cpu/x86/vec_avx512.h"  // exp_avx512
 
 namespace laya::cpu {
 
 namespace {
-
-// exp(x) for x <= 0 (softmax after subtracting the max): 2^(x·log2 e) split
-// into 2^n · 2^f, f in [-0.5, 0.5], degree-6 polynomial; relative error < 2e-7.
-inline __m512 exp_avx512(__m512 x) {
-  const __m512 log2e = _mm512_set1_ps(exp_poly::kLog2e);
-  x = _mm512_max_ps(x, _mm512_set1_ps(exp_poly::kMinArg));
-  const __m512 t = _mm512_mul_ps(x, log2e);
-  const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  // f·ln2 computed in two parts for accuracy.
-  const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(exp_poly::kLn2Hi), x);
-  const __m512 f = _mm512_fnmadd_ps(n, _mm512_set1_ps(exp_poly::kLn2Lo), r);
-  __m512 p = _mm512_set1_ps(exp_poly::kCoef[0]);
-  for (int i = 1; i < 7; ++i) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(exp_poly::kCoef[i]));
-  return _mm512_scalef_ps(p, n);
-}
 
 inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
 inline __m512 load16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
