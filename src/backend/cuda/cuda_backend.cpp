@@ -385,6 +385,11 @@ Status CudaBackend::scale(float* x, int64_t n, float s) {
   return Status::Ok();
 }
 
+Status CudaBackend::softcap(float* x, int64_t n, float cap) {
+  LAYA_CUDA_TRY(cuda::softcap(x, n, cap, stream_), "softcap of {} values", n);
+  return Status::Ok();
+}
+
 Status CudaBackend::mul(float* y, const float* x, int64_t n) {
   LAYA_CUDA_TRY(cuda::mul(y, x, n, stream_), "mul of {} values", n);
   return Status::Ok();
@@ -466,8 +471,8 @@ Status CudaBackend::attention(const KvLayerView& kv, const float* q, int64_t n_t
                   fmt::format("cuda attention: head_dim {} (supported: 32, 64, 96, 128, 256)", s.head_dim));
   }
   LAYA_ASSIGN_OR_RETURN(const cuda::KvArgs a, kv_args(kv, "attention"));
-  LAYA_CUDA_TRY(cuda::attention(a, q, n_tok, pos0, s.n_head, s.scale, out, n_tok == 1 ? dyn() : nullptr,
-                                attention_split(s), launch_.chained, stream_),
+  LAYA_CUDA_TRY(cuda::attention(a, q, n_tok, pos0, s.n_head, s.scale, s.window, s.softcap, out,
+                                n_tok == 1 ? dyn() : nullptr, attention_split(s), launch_.chained, stream_),
                 "attention {} tokens at {} ({} heads, {} KV heads, head_dim {}, {} cache)", n_tok, pos0, s.n_head,
                 s.n_head_kv, s.head_dim, dtype_name(a.type));
   return Status::Ok();

@@ -54,6 +54,12 @@ __global__ void scale_kernel(float* x, int64_t n, float f) {
   if (i < n) x[i] *= f;
 }
 
+__global__ void softcap_kernel(float* x, int64_t n, float cap) {
+  pdl_enter();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = cap * tanhf(x[i] / cap);
+}
+
 __global__ void mul_kernel(float* y, const float* x, int64_t n) {
   pdl_enter();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -259,12 +265,21 @@ __device__ __forceinline__ int64_t min_i64(int64_t a, int64_t b) { return a < b 
 constexpr int kAttnWarps = 8;  // a decode step has one block per KV head: its warps are the parallelism
 constexpr int kMaxG = 8;  // query heads per block (a larger GQA group takes several blocks)
 
+// How a query attends besides its position: the score scale, soft-capping
+// (cap · tanh(s / cap); 0: none) and the first position a sliding window
+// keeps (0: all).
+struct AttnParams {
+  float scale, softcap;
+  int64_t first;
+};
+
 // One warp's online-softmax step over chunk c (16 positions) of KV head g for
 // the nh query heads in qs: m, l, acc are the warp's running max, sum and
-// output (lane l holds dims l, l + 32, ...).
+// output (lane l holds dims l, l + 32, ...). Positions before ap.first (the
+// chunk a window starts in) and from n_kv on weigh 0.
 template <int ND>
 __device__ __forceinline__ void attend_chunk(const KvArgs& kv, const float* qs, int nh, int64_t g, int64_t c,
-                                             int64_t n_kv, float scale, int lane, float* m, float* l,
+                                             int64_t n_kv, const AttnParams& ap, int lane, float* m, float* l,
                                              float (*acc)[ND]) {
   constexpr int HD = ND * 32;
   const int p = lane & 15, dh = (lane >> 4) * (HD / 2);
@@ -272,6 +287,7 @@ __device__ __forceinline__ void attend_chunk(const KvArgs& kv, const float* qs, 
   const uint8_t* ks = k_slice(kv, pos, g);
   const uint8_t* vs = v_slice(kv, pos, g);
   const int valid = static_cast<int>((n_kv - pos < kKvBlock ? n_kv - pos : kKvBlock));
+  const int lead = static_cast<int>(ap.first > pos ? ap.first - pos : 0);  // < 16: the chunk holds first
   float sc[kMaxG];
 #pragma unroll
   for (int h = 0; h < kMaxG; ++h) sc[h] = 0.f;
@@ -288,13 +304,15 @@ __device__ __forceinline__ void attend_chunk(const KvArgs& kv, const float* qs, 
 #pragma unroll
   for (int h = 0; h < kMaxG; ++h) {
     if (h >= nh) continue;
-    float s = (sc[h] + __shfl_xor_sync(0xffffffffu, sc[h], 16)) * scale;
-    if (p >= valid) s = -INFINITY;  // never stored: selected away, not multiplied (the bytes may be NaN)
+    float s = (sc[h] + __shfl_xor_sync(0xffffffffu, sc[h], 16)) * ap.scale;
+    if (ap.softcap > 0.f) s = ap.softcap * tanhf(s / ap.softcap);
+    const bool in = p >= lead && p < valid;
+    if (!in) s = -INFINITY;  // past n_kv never stored: selected away, not multiplied (the bytes may be NaN)
     float cm = s;
     for (int o = 8; o > 0; o >>= 1) cm = fmaxf(cm, __shfl_xor_sync(0xffffffffu, cm, o));
     const float mn = fmaxf(m[h], cm);
     const float corr = m[h] == -INFINITY ? 0.f : expf(m[h] - mn);
-    e[h] = p < valid ? expf(s - mn) : 0.f;
+    e[h] = in ? expf(s - mn) : 0.f;
     float es = e[h];
     for (int o = 8; o > 0; o >>= 1) es += __shfl_xor_sync(0xffffffffu, es, o);
     l[h] = l[h] * corr + es;
@@ -302,13 +320,13 @@ __device__ __forceinline__ void attend_chunk(const KvArgs& kv, const float* qs, 
 #pragma unroll
     for (int d = 0; d < ND; ++d) acc[h][d] *= corr;
   }
-  // All 16 positions unrolled, values past `valid` read as zeros (never loaded:
-  // their bytes may be NaN), so the loads issue together.
+  // All 16 positions unrolled, values outside [lead, valid) read as zeros
+  // (never loaded: their bytes may be NaN), so the loads issue together.
 #pragma unroll
   for (int j = 0; j < kKvBlock; ++j) {
     float vv[ND];
 #pragma unroll
-    for (int d = 0; d < ND; ++d) vv[d] = j < valid ? v_at(kv, vs, slot0 + j, lane + 32 * d) : 0.f;
+    for (int d = 0; d < ND; ++d) vv[d] = j >= lead && j < valid ? v_at(kv, vs, slot0 + j, lane + 32 * d) : 0.f;
 #pragma unroll
     for (int h = 0; h < kMaxG; ++h) {
       if (h >= nh) continue;
@@ -355,7 +373,8 @@ __device__ __forceinline__ void merge_splits(const AttnSplit& split, int nh, int
 template <int ND>
 __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const KvArgs kv, const float* q, int64_t pos0_arg,
                                                                     int64_t n_head, int64_t group, float scale,
-                                                                    float* out, const int64_t* dyn, AttnSplit split) {
+                                                                    int64_t window, float softcap, float* out,
+                                                                    const int64_t* dyn, AttnSplit split) {
   pdl_enter();
   const int64_t pos0 = dyn ? dyn[1] : pos0_arg;
   constexpr int HD = ND * 32;
@@ -371,6 +390,9 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const KvArgs
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t n_kv = pos0 + t + 1, n_chunks = (n_kv + kKvBlock - 1) / kKvBlock;
+  // A sliding window reads chunks from the one its first position is in (the cache keeps them all).
+  const AttnParams ap{scale, softcap, window > 0 && n_kv > window ? n_kv - window : 0};
+  const int64_t c0 = ap.first / kKvBlock;
   float m[kMaxG], l[kMaxG], acc[kMaxG][ND];
 #pragma unroll
   for (int h = 0; h < kMaxG; ++h) {
@@ -380,9 +402,9 @@ __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const KvArgs
     for (int d = 0; d < ND; ++d) acc[h][d] = 0.f;
   }
   // This split's chunks (all of them without a split).
-  const int64_t per = (n_chunks + split.n - 1) / split.n, c_end = min_i64(n_chunks, (sp + 1) * per);
-  for (int64_t c = sp * per + warp; c < c_end; c += kAttnWarps) {
-    attend_chunk<ND>(kv, qs, nh, g, c, n_kv, scale, lane, m, l, acc);
+  const int64_t per = (n_chunks - c0 + split.n - 1) / split.n, c_end = min_i64(n_chunks, c0 + (sp + 1) * per);
+  for (int64_t c = c0 + sp * per + warp; c < c_end; c += kAttnWarps) {
+    attend_chunk<ND>(kv, qs, nh, g, c, n_kv, ap, lane, m, l, acc);
   }
 #pragma unroll
   for (int h = 0; h < kMaxG; ++h) {
@@ -439,7 +461,8 @@ constexpr size_t attention_smem() {
 
 template <int ND>
 cudaError_t launch_attention(const KvArgs& kv, const float* q, int64_t n_tok, int64_t pos0, int64_t n_head, float scale,
-                             float* out, const int64_t* dyn, const AttnSplit& split, bool chained, cudaStream_t s) {
+                             int64_t window, float softcap, float* out, const int64_t* dyn, const AttnSplit& split,
+                             bool chained, cudaStream_t s) {
   const int64_t group = n_head / kv.n_head_kv;
   AttnSplit sp = split;
   if (n_tok != 1 || sp.n < 1) sp.n = 1;  // several tokens: a block per token already
@@ -447,7 +470,7 @@ cudaError_t launch_attention(const KvArgs& kv, const float* q, int64_t n_tok, in
                   static_cast<unsigned>((group + kMaxG - 1) / kMaxG * sp.n));
   const size_t smem = attention_smem<ND>();
   if (cudaError_t e = launch_chained(chained, attention_kernel<ND>, grid, dim3(kAttnWarps * 32), smem, s, kv, q, pos0, n_head, group,
-                                     scale, out, dyn, sp);
+                                     scale, window, softcap, out, dyn, sp);
       e != cudaSuccess)
     return e;
   return cudaGetLastError();
@@ -476,6 +499,12 @@ cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t s) {
 cudaError_t scale(float* x, int64_t n, float f, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
   LAYA_LAUNCH(scale_kernel, blocks_for(n, 256), 256, 0, s)(x, n, f);
+  return cudaGetLastError();
+}
+
+cudaError_t softcap(float* x, int64_t n, float cap, cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  LAYA_LAUNCH(softcap_kernel, blocks_for(n, 256), 256, 0, s)(x, n, cap);
   return cudaGetLastError();
 }
 
@@ -551,14 +580,15 @@ cudaError_t configure_attention() {
 bool attention_supported(int64_t hd) { return hd == 32 || hd == 64 || hd == 96 || hd == 128 || hd == 256; }
 
 cudaError_t attention(const KvArgs& kv, const float* q, int64_t n_tok, int64_t pos0, int64_t n_head, float scale,
-                      float* out, const int64_t* dyn, const AttnSplit& split, bool chained, cudaStream_t s) {
+                      int64_t window, float softcap, float* out, const int64_t* dyn, const AttnSplit& split,
+                      bool chained, cudaStream_t s) {
   if (n_tok == 0) return cudaSuccess;
   switch (kv.head_dim) {
-    case 32: return launch_attention<1>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, chained, s);
-    case 64: return launch_attention<2>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, chained, s);
-    case 96: return launch_attention<3>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, chained, s);
-    case 128: return launch_attention<4>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, chained, s);
-    case 256: return launch_attention<8>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, chained, s);
+    case 32: return launch_attention<1>(kv, q, n_tok, pos0, n_head, scale, window, softcap, out, dyn, split, chained, s);
+    case 64: return launch_attention<2>(kv, q, n_tok, pos0, n_head, scale, window, softcap, out, dyn, split, chained, s);
+    case 96: return launch_attention<3>(kv, q, n_tok, pos0, n_head, scale, window, softcap, out, dyn, split, chained, s);
+    case 128: return launch_attention<4>(kv, q, n_tok, pos0, n_head, scale, window, softcap, out, dyn, split, chained, s);
+    case 256: return launch_attention<8>(kv, q, n_tok, pos0, n_head, scale, window, softcap, out, dyn, split, chained, s);
     default: return cudaErrorInvalidValue;
   }
 }
