@@ -249,7 +249,9 @@ TEST(FamilyVariants, SlidingWindowKeepsTheContext) {
 void expect_gemma_attention(const HParams& h, const std::string& fam, const std::string& what) {
   SCOPED_TRACE(fam + " " + what);
   EXPECT_EQ(h.sliding_window, 16);
-  EXPECT_FLOAT_EQ(h.attn_scale, 1.0f / std::sqrt(32.0f));  // query_pre_attn_scalar = head_dim
+  // query_pre_attn_scalar = head_dim: said in config.json, GGUF's default (0).
+  EXPECT_FLOAT_EQ(h.attn_scale > 0 ? h.attn_scale : 1.0f / std::sqrt(static_cast<float>(h.head_dim)),
+                  1.0f / std::sqrt(32.0f));
   for (int64_t il = 0; il < h.n_layer; ++il) {
     const bool local = fam == "gemma2" ? il % 2 == 0 : il % 6 != 5;
     EXPECT_EQ(h.window(il), local ? 16 : 0) << "layer " << il;
@@ -264,8 +266,7 @@ void expect_gemma_attention(const HParams& h, const std::string& fam, const std:
     EXPECT_EQ(h.final_softcap, 0.0f);
     EXPECT_EQ(h.rope_theta, 1e6);
     EXPECT_EQ(h.rope_theta_local, 10000.0);
-    ASSERT_EQ(h.rope_freq_factors.size(), 16u);  // linear 8, the global layers' only
-    EXPECT_EQ(h.rope_freq_factors[0], 8.0f);
+    EXPECT_TRUE(h.rope_freq_factors.empty());
   }
 }
 
@@ -289,7 +290,6 @@ TEST(FamilyVariants, GemmaAttentionParameters) {
       cfg["sliding_window_pattern"] = 6;
       cfg["rope_theta"] = 1e6;
       cfg["rope_local_base_freq"] = 10000.0;
-      cfg["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
     }
     std::ofstream(dir / "config.json") << cfg.dump();
     fs::copy_file(family_dir(fam) + "/hf/model.safetensors", dir / "model.safetensors",
@@ -303,6 +303,25 @@ TEST(FamilyVariants, GemmaAttentionParameters) {
     auto m27 = Model::load(dir.string());
     ASSERT_TRUE(m27.ok()) << m27.status().to_string();
     EXPECT_FLOAT_EQ((*m27)->hparams().attn_scale, 1.0f / 12.0f);
+  }
+  // Gemma 3 4B-27B's linear RoPE scaling, the global layers' only (the
+  // engine's local table is made without rope_freq_factors), in both forms.
+  auto cfg = nlohmann::json::parse(test::read_text_file(family_dir("gemma3") + "/hf/config.json"));
+  cfg["rope_parameters"]["full_attention"] = {{"rope_type", "linear"}, {"factor", 8.0}, {"rope_theta", 1e6}};
+  nlohmann::json old = cfg;
+  old.erase("rope_parameters");
+  old["rope_theta"] = 1e6;
+  old["rope_local_base_freq"] = 20000.0;
+  old["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+  for (const auto& [c, local] : {std::pair{cfg, 10000.0}, std::pair{old, 20000.0}}) {
+    std::ofstream(dir / "config.json") << c.dump();
+    auto m = Model::load(dir.string());
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    const HParams& h = (*m)->hparams();
+    EXPECT_EQ(h.rope_theta, 1e6);
+    EXPECT_EQ(h.rope_theta_local, local);
+    ASSERT_EQ(h.rope_freq_factors.size(), 16u);
+    EXPECT_EQ(h.rope_freq_factors[0], 8.0f);
   }
   fs::remove_all(dir);
 }

@@ -32,7 +32,6 @@ FAMILIES = ["phi3", "granite", "starcoder2", "gemma", "gemma2", "gemma3"]
 HIDDEN, LAYERS, HEADS, KV_HEADS, HEAD_DIM, FF = 64, 2, 2, 1, 32, 128
 PROMPT_LENS = [1, 6, 33]
 SLIDING = 16  # gemma2 / gemma3 local layers: shorter than the longest prompt
-GEMMA3_ROPE_FACTOR = 8.0  # linear scaling of gemma3's global layers (as Gemma 3 4B-27B)
 
 # A small corpus for training each tokenizer: code and prose, ASCII and not.
 CORPUS = [
@@ -200,29 +199,20 @@ def family_spec(name):
     else:
         # Six layers, the sixth global: llama.cpp reads Gemma 3 GGUFs with a fixed
         # pattern of five sliding layers then a global one (set_swa_pattern(6)).
-        # The global layers' RoPE: base 1e6 with linear scaling 8 (Gemma 3 4B-27B);
-        # the sliding ones': base 10000, unscaled.
+        # RoPE base 1e6 for the global layer, 10000 for the sliding ones
+        # (transformers 5 writes them as rope_parameters per layer type); no rope
+        # scaling (Gemma 3 1B's; the 4B-27B's linear 8 on the global layers has
+        # no reference here yet).
         kw = dict(vocab_size=V, head_dim=HEAD_DIM, rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh",
                   query_pre_attn_scalar=HEAD_DIM, sliding_window=SLIDING,
                   layer_types=["sliding_attention"] * 5 + ["full_attention"], **ids, **(common | {"num_hidden_layers": 6}))
-        if int(tf.__version__.split(".")[0]) >= 5:
+        try:
+            cfg = tf.Gemma3TextConfig(rope_theta=1000000.0, rope_local_base_freq=10000.0, **kw)
+        except TypeError:
             cfg = tf.Gemma3TextConfig(rope_parameters={
-                "full_attention": {"rope_type": "linear", "factor": GEMMA3_ROPE_FACTOR, "rope_theta": 1000000.0},
+                "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
                 "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}, **kw)
-        else:
-            cfg = tf.Gemma3TextConfig(rope_theta=1000000.0, rope_local_base_freq=10000.0,
-                                      rope_scaling={"rope_type": "linear", "factor": GEMMA3_ROPE_FACTOR}, **kw)
     return cfg, tj, tcfg, facts
-
-
-def rope_of(cfg):
-    """(global theta, linear factor or None) as convert_hf_to_gguf reads them."""
-    rp = getattr(cfg, "rope_parameters", None) or {}
-    rp = rp.get("full_attention", rp)
-    theta = rp.get("rope_theta", getattr(cfg, "rope_theta", None) or 10000.0)
-    scaling = rp if rp.get("rope_type") else (getattr(cfg, "rope_scaling", None) or {})
-    factor = scaling.get("factor") if scaling.get("rope_type", scaling.get("type")) == "linear" else None
-    return float(theta), factor
 
 
 def randomize(model, name, gen):
@@ -367,11 +357,11 @@ def write_gguf(path, fam, cfg, state, tj, facts, gt, tied):
         g.add(A + "attention.layer_norm_epsilon", T_F32, cfg.norm_epsilon)
     else:
         g.add(A + "attention.layer_norm_rms_epsilon", T_F32, cfg.rms_norm_eps)
-    theta, factor = rope_of(cfg)
-    g.add(A + "rope.freq_base", T_F32, theta)
-    if factor is not None:  # convert_hf_to_gguf's TextModel: the global layers' rope_parameters
-        g.add(A + "rope.scaling.type", T_STR, "linear")
-        g.add(A + "rope.scaling.factor", T_F32, float(factor))
+    theta = getattr(cfg, "rope_theta", None)
+    if theta is None:
+        rp = getattr(cfg, "rope_parameters", None) or {}
+        theta = (rp.get("full_attention") or rp).get("rope_theta", 10000.0)
+    g.add(A + "rope.freq_base", T_F32, float(theta))
     if fam == "granite":
         g.add(A + "embedding_scale", T_F32, cfg.embedding_multiplier)
         g.add(A + "residual_scale", T_F32, cfg.residual_multiplier)
@@ -469,10 +459,8 @@ def make(fam, root, seed):
     model = tf.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").float()
     randomize(model, fam, gen)
     tied = bool(getattr(cfg, "tie_word_embeddings", False))
-    # Parameters only: not the buffers (rotary inv_freq, Gemma 3's embed_scale).
-    params = {n for n, _ in model.named_parameters(remove_duplicate=False)}
     state = {k: v.detach().clone() for k, v in model.state_dict().items()
-             if k in params and not (tied and k == "lm_head.weight")}
+             if not (tied and k == "lm_head.weight") and "rotary" not in k}
     cfg.save_pretrained(hf)
     save_file({k: v.bfloat16().contiguous() for k, v in state.items()}, os.path.join(hf, "model.safetensors"),
               metadata={"format": "pt"})
@@ -519,12 +507,8 @@ def make(fam, root, seed):
                       "ids_raw_tokenizers": raw.encode(s, add_special_tokens=False).ids,
                       "decoded": at.decode(at(s, add_special_tokens=False)["input_ids"])})
     json.dump({"cases": cases}, open(os.path.join(d, "tokenizer_cases.json"), "w"), ensure_ascii=False, indent=0)
-    saved = json.load(open(os.path.join(hf, "config.json")))
-    attn = {k: saved[k] for k in ("sliding_window", "layer_types", "rope_parameters", "rope_theta", "rope_scaling",
-                                  "rope_local_base_freq", "query_pre_attn_scalar", "attn_logit_softcapping",
-                                  "final_logit_softcapping") if saved.get(k) is not None}
     return {"vocab": V, "tied": tied, "prompt_lens": [len(p) for p in prompts],
-            "class": type(ref).__name__, "config_class": type(cfg).__name__, **({"attention": attn} if attn else {})}
+            "class": type(ref).__name__, "config_class": type(cfg).__name__}
 
 
 def main():
