@@ -326,6 +326,31 @@ TEST(FamilyVariants, GemmaAttentionParameters) {
   fs::remove_all(dir);
 }
 
+// A value that would poison the attention is refused, naming its key.
+TEST(FamilyVariants, GemmaBadAttentionValuesNamed) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("laya_family_gemma_bad_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto base = nlohmann::json::parse(test::read_text_file(family_dir("gemma2") + "/hf/config.json"));
+  fs::copy_file(family_dir("gemma2") + "/hf/model.safetensors", dir / "model.safetensors");
+  auto corrupt = [&](const nlohmann::json& cfg, std::initializer_list<const char*> words) {
+    std::ofstream(dir / "config.json") << cfg.dump();
+    auto m = Model::load(dir.string());
+    ASSERT_FALSE(m.ok());
+    test::expect_status(m.status(), StatusCode::kCorrupt, words);
+  };
+  nlohmann::json c = base;
+  c["attn_logit_softcapping"] = -50.0;
+  corrupt(c, {"attn_logit_softcapping", "-50"});
+  c = base;
+  c["query_pre_attn_scalar"] = 0;
+  corrupt(c, {"query_pre_attn_scalar"});
+  c = base;
+  c["layer_types"].push_back("full_attention");
+  corrupt(c, {"layer_types", "3", "2 layers"});
+  fs::remove_all(dir);
+}
+
 // Gemma 3 with its vision tower (Gemma3ForConditionalGeneration) is refused
 // by its class name; so are a layer type laya does not run and a GGUF vision
 // projector (llama.cpp's mmproj, general.architecture "clip").
