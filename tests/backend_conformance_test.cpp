@@ -697,7 +697,7 @@ TEST_P(BackendConformance, NormBiasAddRope) {
 // The families' elementwise ops (granite's scale, gemma's gelu and mul,
 // starcoder2's layer_norm with a bias) against double-precision formulas, at
 // odd lengths and offsets, rows with a large mean (LayerNorm subtracts it).
-TEST_P(BackendConformance, ScaleMulGeluLayerNorm) {
+TEST_P(BackendConformance, ScaleMulGeluSoftcapLayerNorm) {
   SKIP_IF_UNAVAILABLE(GetParam());
   const std::string backend = GetParam();
   std::mt19937 rng(23);
@@ -737,6 +737,15 @@ TEST_P(BackendConformance, ScaleMulGeluLayerNorm) {
       want3[static_cast<size_t>(i)] = 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
     }
     m.add("gelu", rel_err(got, want3, 0), kExactTol, fmt::format("n {} at offset 1", n));
+
+    // Gemma 2's logit soft-capping: y = cap * tanh(y / cap), on values past the cap too.
+    auto y1 = random_floats(static_cast<size_t>(n + 2), rng, 20.f);
+    Buffer sd = upload(*be, y1, "softcap");
+    must(be->softcap(sd.as<float>() + 1, n, 8.0f), "softcap");
+    got = download<float>(*be, sd.data(), y1.size());
+    std::vector<double> want4(y1.begin(), y1.end());
+    for (int64_t i = 1; i <= n; ++i) want4[static_cast<size_t>(i)] = 8.0 * std::tanh(y1[static_cast<size_t>(i)] / 8.0);
+    m.add("softcap", rel_err(got, want4, 0), kExactTol, fmt::format("n {} at offset 1", n));
   }
   for (int64_t n : lens) {
     for (int64_t n_rows : {1, 3, 17}) {
@@ -780,25 +789,28 @@ void cache_round(DType type, float* x, int64_t hd) {
 
 // Plain softmax attention in double of one query token (n_head heads at q)
 // over positions [0, n_kv) of k and v (rows of n_head_kv * head_dim), into
-// want (n_head * head_dim).
+// want (n_head * head_dim); with s.window, over the last s.window positions
+// only, with s.softcap, scores capped to softcap * tanh(score / softcap).
 void attention_ref(const float* q, const std::vector<float>& k, const std::vector<float>& v, int64_t n_kv,
                    const AttentionShape& s, double* want) {
   const int64_t hd = s.head_dim, kvd = s.n_head_kv * hd, group = s.n_head / s.n_head_kv;
+  const int64_t first = s.window > 0 && n_kv > s.window ? n_kv - s.window : 0;
   for (int64_t h = 0; h < s.n_head; ++h) {
     const int64_t g = h / group;
     const float* qh = q + h * hd;
-    std::vector<double> sc(static_cast<size_t>(n_kv));
+    std::vector<double> sc(static_cast<size_t>(n_kv), -INFINITY);
     double mx = -INFINITY, sum = 0;
-    for (int64_t j = 0; j < n_kv; ++j) {
+    for (int64_t j = first; j < n_kv; ++j) {
       double d = 0;
       for (int64_t i = 0; i < hd; ++i) d += static_cast<double>(qh[i]) * k[static_cast<size_t>(j * kvd + g * hd + i)];
-      sc[static_cast<size_t>(j)] = d * s.scale;
+      d *= s.scale;
+      sc[static_cast<size_t>(j)] = s.softcap > 0 ? s.softcap * std::tanh(d / s.softcap) : d;
       mx = std::max(mx, sc[static_cast<size_t>(j)]);
     }
     for (auto& e : sc) sum += (e = std::exp(e - mx));
     for (int64_t i = 0; i < hd; ++i) {
       double o = 0;
-      for (int64_t j = 0; j < n_kv; ++j) o += sc[static_cast<size_t>(j)] * v[static_cast<size_t>(j * kvd + g * hd + i)];
+      for (int64_t j = first; j < n_kv; ++j) o += sc[static_cast<size_t>(j)] * v[static_cast<size_t>(j * kvd + g * hd + i)];
       want[h * hd + i] = o / sum;
     }
   }
@@ -945,6 +957,73 @@ TEST_P(BackendConformance, DecodeStepsAcrossContextLengths) {
       std::vector<double> want(got.size());
       attention_ref(q.data(), k, v, pos + 1, s, want.data());
       m.add(fmt::format("decode attention {} cache", dtype_name(c.type)), rel_err(got, want, 0), kAttnTol, where);
+    }
+  }
+}
+
+// A sliding window and soft-capped scores (Gemma 2's local layers), for
+// every cache type: a prefill's queries, whose windows start at different
+// positions of a 16-position K block, and decode steps as the engine issues
+// them (a CUDA step's window follows the position it uploads on replay),
+// against the plain attention over each query's last `window` positions.
+TEST_P(BackendConformance, WindowedSoftcappedAttention) {
+  SKIP_IF_UNAVAILABLE(GetParam());
+  const std::string backend = GetParam();
+  std::mt19937 rng(37);
+  Measure m(backend);
+  const int64_t n_pos = 90, n_head_kv = 2, n_layer = 1, hd = 64, block_pos = 16;
+  for (DType type : {DType::F32, DType::F16, DType::Q8_0}) {
+    for (const auto& [window, softcap] : {std::pair{int64_t{16}, 0.0f}, std::pair{int64_t{23}, 2.5f},
+                                          std::pair{int64_t{40}, 50.0f}}) {
+      const int group = window == 23 ? 4 : 1;
+      std::unique_ptr<Backend> be = make(backend, ForwardLimits{kMaxCols, 128, 8, kMaxBatch});
+      must(be->prepare_weights({}, {}), "prepare_weights");
+      const KvLayout L{n_layer, n_head_kv, hd, type, block_pos};
+      const int64_t n_head = n_head_kv * group, kvd = n_head_kv * hd, qd = n_head * hd;
+      const int64_t n_blocks = (n_pos + block_pos - 1) / block_pos;
+      std::vector<int32_t> ids(static_cast<size_t>(n_blocks));
+      std::iota(ids.begin(), ids.end(), 0);
+      std::shuffle(ids.begin(), ids.end(), rng);
+      Buffer pool = upload(*be, std::vector<uint8_t>(static_cast<size_t>(n_blocks) * L.block_bytes(), 0xFF), "kv pool");
+      const KvLayerView kv{&L, pool.as<uint8_t>(), ids.data(), n_blocks, 0};
+      auto k = random_floats(static_cast<size_t>(n_pos * kvd), rng, 2.f);
+      auto v = random_floats(static_cast<size_t>(n_pos * kvd), rng);
+      Buffer kd = upload(*be, k, "k"), vd = upload(*be, v, "v");
+      must(be->kv_store(kv, kd.as<float>(), vd.as<float>(), n_pos, 0), "kv_store");
+      for (int64_t p = 0; p < n_pos; ++p)
+        for (int64_t g = 0; g < n_head_kv; ++g) {
+          cache_round(type, k.data() + p * kvd + g * hd, hd);
+          cache_round(type, v.data() + p * kvd + g * hd, hd);
+        }
+      AttentionShape s{n_head, n_head_kv, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
+      s.window = window;
+      s.softcap = softcap;
+      const std::string where = fmt::format("{} window {} softcap {} group {}", dtype_name(type), window, softcap, group);
+      // A prefill of 17 queries from position 50: windows start at 11 ... 43 - window + 1.
+      const int64_t pos0 = 50, n_tok = 17;
+      const auto q = random_floats(static_cast<size_t>(n_tok * qd), rng, 3.f);
+      Buffer qdv = upload(*be, q, "q"), od = alloc(*be, static_cast<size_t>(n_tok * qd) * 4, "out");
+      must(be->attention(kv, qdv.as<float>(), n_tok, pos0, s, od.as<float>()), "attention " + where);
+      auto got = download<float>(*be, od.data(), static_cast<size_t>(n_tok * qd));
+      std::vector<double> want(got.size());
+      for (int64_t t = 0; t < n_tok; ++t) attention_ref(q.data() + t * qd, k, v, pos0 + t + 1, s, want.data() + t * qd);
+      m.add(fmt::format("windowed prefill {} cache", dtype_name(type)), rel_err(got, want, 0), kAttnTol, where);
+      // Decode steps: captured at the first, replayed at the others.
+      for (const int64_t pos : {int64_t{20}, int64_t{89}, int64_t{5}, int64_t{60}}) {
+        const auto q1 = random_floats(static_cast<size_t>(qd), rng, 3.f);
+        must(be->upload(qdv.data(), q1.data(), q1.size() * 4), "upload q");
+        bool replayed = false;
+        must(be->step_begin(kv, 0, pos, od.as<float>(), &replayed), "step_begin " + where);
+        if (!replayed) {
+          must(be->attention(kv, qdv.as<float>(), 1, pos, s, od.as<float>()), "attention " + where);
+          must(be->step_end(true), "step_end " + where);
+        }
+        got = download<float>(*be, od.data(), static_cast<size_t>(qd));
+        want.assign(got.size(), 0.0);
+        attention_ref(q1.data(), k, v, pos + 1, s, want.data());
+        m.add(fmt::format("windowed decode {} cache", dtype_name(type)), rel_err(got, want, 0), kAttnTol,
+              fmt::format("{} pos {}", where, pos));
+      }
     }
   }
 }

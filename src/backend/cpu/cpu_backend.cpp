@@ -564,6 +564,28 @@ Status CpuBackend::mul(float* y, const float* x, int64_t n) {
   return Status::Ok();
 }
 
+template <typename Span>
+void CpuBackend::elementwise(int64_t n, const Span& span) {
+  if (n < 16384) {  // a decode step's feed-forward: less than a wake-up of the pool costs
+    span(int64_t{0}, n);
+    return;
+  }
+  pool_.run_each([&](int ti, int nt) {
+    int64_t b, e;
+    split(n, ti, nt, 64, &b, &e);
+    span(b, e);
+  });
+}
+
+Status CpuBackend::softcap(float* x, int64_t n, float cap) {
+  // A tanh per logit (Gemma 2's 256k a token): split across the pool like gelu.
+  const float inv = 1.0f / cap;
+  elementwise(n, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) x[i] = cap * std::tanh(x[i] * inv);
+  });
+  return Status::Ok();
+}
+
 Status CpuBackend::gelu(float* x, int64_t n) {
   // In float32; the tanh approximation, as the families that use it were
   // trained with (gelu_pytorch_tanh). A prefill's millions of values split
@@ -667,9 +689,11 @@ Status CpuBackend::attention(const KvLayerView& kv, const float* q, int64_t n_to
     float* scores = scratch_[static_cast<size_t>(ti)].scores.data();
     for (int64_t w = b; w < e; ++w) {
       const int64_t t = w / s.n_head_kv, g = w % s.n_head_kv;
-      const int64_t first_head = t * s.n_head + g * group;
-      attend(q + first_head * hd, static_cast<int>(group), hd, head_blocks(kv, g), pos0 + t + 1, s.scale, scores,
-             out + first_head * hd);
+      const int64_t first_head = t * s.n_head + g * group, n_kv = pos0 + t + 1;
+      // A sliding window reads only its last s.window positions (the cache keeps them all).
+      const int64_t first = s.window > 0 && n_kv > s.window ? n_kv - s.window : 0;
+      attend(q + first_head * hd, static_cast<int>(group), hd, head_blocks(kv, g), n_kv,
+             cpu::AttendParams{s.scale, s.softcap, first}, scores, out + first_head * hd);
     }
   });
   return Status::Ok();

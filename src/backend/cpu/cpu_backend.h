@@ -49,6 +49,7 @@ class CpuBackend final : public Backend {
   Status add_bias(float* y, const Tensor& b, int64_t n_rows, int64_t n) override;
   Status add(float* y, const float* x, int64_t n) override;
   Status scale(float* x, int64_t n, float s) override;
+  Status softcap(float* x, int64_t n, float cap) override;
   Status mul(float* y, const float* x, int64_t n) override;
   Status gelu(float* x, int64_t n) override;
   Status layer_norm(const float* x, const Tensor& w, const Tensor& b, int64_t n_rows, int64_t n, float eps,
@@ -75,6 +76,10 @@ class CpuBackend final : public Backend {
               const std::function<void()>& report);
   // Locks [p, p + n) when opt_.lock_memory; the first refusal goes to lock_note_.
   void lock(const void* p, size_t n, const char* what);
+  // span(b, e) over [0, n): on this thread for a decode step's n, split
+  // across the pool for a prefill's (gelu, softcap: a tanh per value).
+  template <typename Span>
+  void elementwise(int64_t n, const Span& span);
 
   // y (n_tok, ldy) rows r of the tile rowp[0..nr) for tokens x (n_tok, cols).
   void gemm_rows(const float* const* rowp, int64_t nr, const float* x, int64_t cols, int64_t n_tok, float* y, int64_t ldy,

@@ -82,12 +82,25 @@ __device__ __forceinline__ int64_t min_i64(int64_t a, int64_t b) { return a < b 
 constexpr int kAttnWarps = 8;  // a decode step has one block per KV head: its warps are the parallelism
 constexpr int kMaxG = 8;  // query heads per block (a larger GQA group takes several blocks)
 
+// How a query scores positions besides its own: the scale, soft-capping
+// (cap · tanh(s / cap); 0: none) and a sliding window (positions kept; 0: all).
+struct AttnScore {
+  float scale, softcap;
+  int64_t window;
+};
+// The same with the window resolved for one query: the first position it keeps.
+struct AttnParams {
+  float scale, softcap;
+  int64_t first;
+};
+
 // One warp's online-softmax step over chunk c (16 positions) of KV head g for
 // the nh query heads in qs: m, l, acc are the warp's running max, sum and
-// output (lane l holds dims l, l + 32, ...).
+// output (lane l holds dims l, l + 32, ...). Positions before ap.first (the
+// chunk a window starts in) and from n_kv on weigh 0.
 template <int ND>
 __device__ __forceinline__ void attend_chunk(const KvArgs& kv, const float* qs, int nh, int64_t g, int64_t c,
-                                             int64_t n_kv, float scale, int lane, float* m, float* l,
+                                             int64_t n_kv, const AttnParams& ap, int lane, float* m, float* l,
                                              float (*acc)[ND]) {
   constexpr int HD = ND * 32;
   const int p = lane & 15, dh = (lane >> 4) * (HD / 2);
@@ -95,6 +108,7 @@ __device__ __forceinline__ void attend_chunk(const KvArgs& kv, const float* qs, 
   const uint8_t* ks = k_slice(kv, pos, g);
   const uint8_t* vs = v_slice(kv, pos, g);
   const int valid = static_cast<int>((n_kv - pos < kKvBlock ? n_kv - pos : kKvBlock));
+  const int lead = static_cast<int>(ap.first > pos ? ap.first - pos : 0);  // < 16: the chunk holds first
   float sc[kMaxG];
 #pragma unroll
   for (int h = 0; h < kMaxG; ++h) sc[h] = 0.f;
@@ -111,13 +125,15 @@ __device__ __forceinline__ void attend_chunk(const KvArgs& kv, const float* qs, 
 #pragma unroll
   for (int h = 0; h < kMaxG; ++h) {
     if (h >= nh) continue;
-    float s = (sc[h] + __shfl_xor_sync(0xffffffffu, sc[h], 16)) * scale;
-    if (p >= valid) s = -INFINITY;  // never stored: selected away, not multiplied (the bytes may be NaN)
+    float s = (sc[h] + __shfl_xor_sync(0xffffffffu, sc[h], 16)) * ap.scale;
+    if (ap.softcap > 0.f) s = ap.softcap * tanhf(s / ap.softcap);
+    const bool in = p >= lead && p < valid;
+    if (!in) s = -INFINITY;  // past n_kv never stored: selected away, not multiplied (the bytes may be NaN)
     float cm = s;
     for (int o = 8; o > 0; o >>= 1) cm = fmaxf(cm, __shfl_xor_sync(0xffffffffu, cm, o));
     const float mn = fmaxf(m[h], cm);
     const float corr = m[h] == -INFINITY ? 0.f : expf(m[h] - mn);
-    e[h] = p < valid ? expf(s - mn) : 0.f;
+    e[h] = in ? expf(s - mn) : 0.f;
     float es = e[h];
     for (int o = 8; o > 0; o >>= 1) es += __shfl_xor_sync(0xffffffffu, es, o);
     l[h] = l[h] * corr + es;
@@ -125,13 +141,13 @@ __device__ __forceinline__ void attend_chunk(const KvArgs& kv, const float* qs, 
 #pragma unroll
     for (int d = 0; d < ND; ++d) acc[h][d] *= corr;
   }
-  // All 16 positions unrolled, values past `valid` read as zeros (never loaded:
-  // their bytes may be NaN), so the loads issue together.
+  // All 16 positions unrolled, values outside [lead, valid) read as zeros
+  // (never loaded: their bytes may be NaN), so the loads issue together.
 #pragma unroll
   for (int j = 0; j < kKvBlock; ++j) {
     float vv[ND];
 #pragma unroll
-    for (int d = 0; d < ND; ++d) vv[d] = j < valid ? v_at(kv, vs, slot0 + j, lane + 32 * d) : 0.f;
+    for (int d = 0; d < ND; ++d) vv[d] = j >= lead && j < valid ? v_at(kv, vs, slot0 + j, lane + 32 * d) : 0.f;
 #pragma unroll
     for (int h = 0; h < kMaxG; ++h) {
       if (h >= nh) continue;
@@ -182,7 +198,7 @@ __device__ __forceinline__ void merge_splits(const AttnSplit& split, int nh, int
 // q is read through L2: the persistent kernel wrote it in the same launch.
 template <int ND>
 __device__ __forceinline__ void attention_block(const KvArgs& kv, const float* q, int64_t pos0, int64_t n_head,
-                                                int64_t group, float scale, float* out, const AttnSplit& split,
+                                                int64_t group, const AttnScore& score, float* out, const AttnSplit& split,
                                                 int64_t bx, int64_t by, int64_t bz, int64_t gz, float* sm, int* last) {
   constexpr int HD = ND * 32;
   float* qs = sm;                             // [kMaxG][HD]
@@ -196,6 +212,9 @@ __device__ __forceinline__ void attention_block(const KvArgs& kv, const float* q
   __syncthreads();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t n_kv = pos0 + t + 1, n_chunks = (n_kv + kKvBlock - 1) / kKvBlock;
+  // A sliding window reads chunks from the one its first position is in (the cache keeps them all).
+  const AttnParams ap{score.scale, score.softcap, score.window > 0 && n_kv > score.window ? n_kv - score.window : 0};
+  const int64_t c0 = ap.first / kKvBlock;
   float m[kMaxG], l[kMaxG], acc[kMaxG][ND];
 #pragma unroll
   for (int h = 0; h < kMaxG; ++h) {
@@ -205,9 +224,9 @@ __device__ __forceinline__ void attention_block(const KvArgs& kv, const float* q
     for (int d = 0; d < ND; ++d) acc[h][d] = 0.f;
   }
   // This split's chunks (all of them without a split).
-  const int64_t per = (n_chunks + split.n - 1) / split.n, c_end = min_i64(n_chunks, (sp + 1) * per);
-  for (int64_t c = sp * per + warp; c < c_end; c += kAttnWarps) {
-    attend_chunk<ND>(kv, qs, nh, g, c, n_kv, scale, lane, m, l, acc);
+  const int64_t per = (n_chunks - c0 + split.n - 1) / split.n, c_end = min_i64(n_chunks, c0 + (sp + 1) * per);
+  for (int64_t c = c0 + sp * per + warp; c < c_end; c += kAttnWarps) {
+    attend_chunk<ND>(kv, qs, nh, g, c, n_kv, ap, lane, m, l, acc);
   }
 #pragma unroll
   for (int h = 0; h < kMaxG; ++h) {

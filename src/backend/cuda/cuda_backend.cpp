@@ -471,6 +471,12 @@ Status CudaBackend::scale(float* x, int64_t n, float s) {
   return Status::Ok();
 }
 
+Status CudaBackend::softcap(float* x, int64_t n, float cap) {
+  LAYA_CUDA_TRY(cuda::softcap(x, n, cap, stream_), "softcap of {} values", n);
+  tape_refuse("softcap");
+  return Status::Ok();
+}
+
 Status CudaBackend::mul(float* y, const float* x, int64_t n) {
   LAYA_CUDA_TRY(cuda::mul(y, x, n, stream_), "mul of {} values", n);
   tape_refuse("mul");
@@ -558,8 +564,8 @@ Status CudaBackend::attention(const KvLayerView& kv, const float* q, int64_t n_t
   }
   LAYA_ASSIGN_OR_RETURN(const cuda::KvArgs a, kv_args(kv, "attention"));
   const cuda::AttnSplit split = attention_split(s);
-  LAYA_CUDA_TRY(cuda::attention(a, q, n_tok, pos0, s.n_head, s.scale, out, n_tok == 1 ? dyn() : nullptr, split,
-                                launch_.chained, stream_),
+  LAYA_CUDA_TRY(cuda::attention(a, q, n_tok, pos0, s.n_head, s.scale, s.window, s.softcap, out,
+                                n_tok == 1 ? dyn() : nullptr, split, launch_.chained, stream_),
                 "attention {} tokens at {} ({} heads, {} KV heads, head_dim {}, {} cache)", n_tok, pos0, s.n_head,
                 s.n_head_kv, s.head_dim, dtype_name(a.type));
   if (capturing_) {
@@ -570,6 +576,8 @@ Status CudaBackend::attention(const KvLayerView& kv, const float* q, int64_t n_t
     in.n_head = s.n_head;
     in.group = s.n_head / s.n_head_kv;
     in.scale = s.scale;
+    in.softcap = s.softcap;
+    in.window = s.window;
     in.out = out;
     in.split = split;
     const cuda::DevRange scratch{split.scratch, 1};

@@ -45,6 +45,7 @@ class CudaBackend final : public Backend {
   Status add_bias(float* y, const Tensor& b, int64_t n_rows, int64_t n) override;
   Status add(float* y, const float* x, int64_t n) override;
   Status scale(float* x, int64_t n, float s) override;
+  Status softcap(float* x, int64_t n, float cap) override;
   Status mul(float* y, const float* x, int64_t n) override;
   Status gelu(float* x, int64_t n) override;
   Status layer_norm(const float* x, const Tensor& w, const Tensor& b, int64_t n_rows, int64_t n, float eps,

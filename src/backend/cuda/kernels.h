@@ -96,6 +96,8 @@ cudaError_t rms_norm(const float* x, const float* w, int64_t n_rows, int64_t n, 
 cudaError_t add_bias(float* y, const float* b, int64_t n_rows, int64_t n, cudaStream_t s);
 cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t s);
 cudaError_t scale(float* x, int64_t n, float f, cudaStream_t s);
+// x[i] = cap * tanh(x[i] / cap).
+cudaError_t softcap(float* x, int64_t n, float cap, cudaStream_t s);
 cudaError_t mul(float* y, const float* x, int64_t n, cudaStream_t s);
 cudaError_t gelu(float* x, int64_t n, cudaStream_t s);
 cudaError_t layer_norm(const float* x, const float* w, const float* b, int64_t n_rows, int64_t n, float eps, float* out,
@@ -137,9 +139,12 @@ struct AttnSplit {
   float* scratch = nullptr;
   int* counters = nullptr;
 };
-// head_dim in {32, 64, 96, 128, 256}; any group size. chained: Launch::chained.
+// head_dim in {32, 64, 96, 128, 256}; any group size. window > 0: a query
+// at p reads positions (p - window, p] only; softcap > 0: scores become
+// softcap * tanh(score / softcap). chained: Launch::chained.
 cudaError_t attention(const KvArgs& kv, const float* q, int64_t n_tok, int64_t pos0, int64_t n_head, float scale,
-                      float* out, const int64_t* dyn, const AttnSplit& split, bool chained, cudaStream_t s);
+                      int64_t window, float softcap, float* out, const int64_t* dyn, const AttnSplit& split,
+                      bool chained, cudaStream_t s);
 bool attention_supported(int64_t head_dim);
 // Raises the attention kernels' shared-memory limits (head_dim 256 needs
 // more than the default 48 KB). Call once per device.

@@ -37,6 +37,12 @@ __global__ void scale_kernel(float* x, int64_t n, float f) {
   if (i < n) x[i] *= f;
 }
 
+__global__ void softcap_kernel(float* x, int64_t n, float cap) {
+  pdl_enter();
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = cap * tanhf(x[i] / cap);
+}
+
 __global__ void mul_kernel(float* y, const float* x, int64_t n) {
   pdl_enter();
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -141,17 +147,19 @@ __global__ void kv_store_q8_kernel(const KvArgs kv, const float* k, const float*
 template <int ND>
 __global__ void __launch_bounds__(kAttnWarps * 32) attention_kernel(const KvArgs kv, const float* q, int64_t pos0_arg,
                                                                     int64_t n_head, int64_t group, float scale,
-                                                                    float* out, const int64_t* dyn, AttnSplit split) {
+                                                                    int64_t window, float softcap, float* out,
+                                                                    const int64_t* dyn, AttnSplit split) {
   pdl_enter();
   LAYA_DYNAMIC_SHARED(float, sm);
   __shared__ int last;
-  attention_block<ND>(kv, q, dyn ? dyn[1] : pos0_arg, n_head, group, scale, out, split, blockIdx.x, blockIdx.y,
-                      blockIdx.z, gridDim.z, sm, &last);
+  attention_block<ND>(kv, q, dyn ? dyn[1] : pos0_arg, n_head, group, AttnScore{scale, softcap, window}, out, split,
+                      blockIdx.x, blockIdx.y, blockIdx.z, gridDim.z, sm, &last);
 }
 
 template <int ND>
 cudaError_t launch_attention(const KvArgs& kv, const float* q, int64_t n_tok, int64_t pos0, int64_t n_head, float scale,
-                             float* out, const int64_t* dyn, const AttnSplit& split, bool chained, cudaStream_t s) {
+                             int64_t window, float softcap, float* out, const int64_t* dyn, const AttnSplit& split,
+                             bool chained, cudaStream_t s) {
   const int64_t group = n_head / kv.n_head_kv;
   AttnSplit sp = split;
   if (n_tok != 1 || sp.n < 1) sp.n = 1;  // several tokens: a block per token already
@@ -159,7 +167,7 @@ cudaError_t launch_attention(const KvArgs& kv, const float* q, int64_t n_tok, in
                   static_cast<unsigned>((group + kMaxG - 1) / kMaxG * sp.n));
   const size_t smem = attention_smem<ND>();
   if (cudaError_t e = launch_chained(chained, attention_kernel<ND>, grid, dim3(kAttnWarps * 32), smem, s, kv, q, pos0, n_head, group,
-                                     scale, out, dyn, sp);
+                                     scale, window, softcap, out, dyn, sp);
       e != cudaSuccess)
     return e;
   return cudaGetLastError();
@@ -188,6 +196,12 @@ cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t s) {
 cudaError_t scale(float* x, int64_t n, float f, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
   LAYA_LAUNCH(scale_kernel, blocks_for(n, 256), 256, 0, s)(x, n, f);
+  return cudaGetLastError();
+}
+
+cudaError_t softcap(float* x, int64_t n, float cap, cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  LAYA_LAUNCH(softcap_kernel, blocks_for(n, 256), 256, 0, s)(x, n, cap);
   return cudaGetLastError();
 }
 
@@ -263,14 +277,15 @@ cudaError_t configure_attention() {
 bool attention_supported(int64_t hd) { return hd == 32 || hd == 64 || hd == 96 || hd == 128 || hd == 256; }
 
 cudaError_t attention(const KvArgs& kv, const float* q, int64_t n_tok, int64_t pos0, int64_t n_head, float scale,
-                      float* out, const int64_t* dyn, const AttnSplit& split, bool chained, cudaStream_t s) {
+                      int64_t window, float softcap, float* out, const int64_t* dyn, const AttnSplit& split,
+                      bool chained, cudaStream_t s) {
   if (n_tok == 0) return cudaSuccess;
   switch (kv.head_dim) {
-    case 32: return launch_attention<1>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, chained, s);
-    case 64: return launch_attention<2>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, chained, s);
-    case 96: return launch_attention<3>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, chained, s);
-    case 128: return launch_attention<4>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, chained, s);
-    case 256: return launch_attention<8>(kv, q, n_tok, pos0, n_head, scale, out, dyn, split, chained, s);
+    case 32: return launch_attention<1>(kv, q, n_tok, pos0, n_head, scale, window, softcap, out, dyn, split, chained, s);
+    case 64: return launch_attention<2>(kv, q, n_tok, pos0, n_head, scale, window, softcap, out, dyn, split, chained, s);
+    case 96: return launch_attention<3>(kv, q, n_tok, pos0, n_head, scale, window, softcap, out, dyn, split, chained, s);
+    case 128: return launch_attention<4>(kv, q, n_tok, pos0, n_head, scale, window, softcap, out, dyn, split, chained, s);
+    case 256: return launch_attention<8>(kv, q, n_tok, pos0, n_head, scale, window, softcap, out, dyn, split, chained, s);
     default: return cudaErrorInvalidValue;
   }
 }

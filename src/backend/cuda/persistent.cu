@@ -75,8 +75,8 @@ __device__ __forceinline__ void run_attention_nd(const StepInstr& in, int64_t po
   const int64_t gz = (in.group + kMaxG - 1) / kMaxG * in.split.n, count = in.kv.n_head_kv * gz;
   for (int64_t vb = blockIdx.x; vb < count; vb += gridDim.x) {
     enter();
-    attention_block<ND>(in.kv, in.q, pos, in.n_head, in.group, in.scale, in.out, in.split, 0, vb / gz, vb % gz, gz,
-                        sm.big, sm.last);
+    attention_block<ND>(in.kv, in.q, pos, in.n_head, in.group, AttnScore{in.scale, in.softcap, in.window}, in.out,
+                        in.split, 0, vb / gz, vb % gz, gz, sm.big, sm.last);
     __syncthreads();  // the shared buffers are reused by the next virtual block
   }
 }

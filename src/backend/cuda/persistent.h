@@ -57,7 +57,8 @@ struct StepInstr {
   int64_t half = 0;
   bool interleaved = false, store = false;
   int64_t group = 0;
-  float scale = 0.f;
+  float scale = 0.f, softcap = 0.f;
+  int64_t window = 0;
   AttnSplit split;
 };
 
