@@ -24,7 +24,13 @@
 #        the suite, makes random-weight llama-3.2-1b BF16 / Q8_0 models there
 #        (mkmodel on its 16 cores: a 1.3-2.5 GB file cannot be carried) and
 #        times decode with `laya bench --backend cuda`. Logs go to $OUT.
-#        STEPS="tests logits bench sweep peer replay profile detail sanitize" selects parts (run in the order tests logits bench sweep replay profile detail sanitize peer: the peer waits for its build).
+#        STEPS="tests logits bench sweep peer replay profile detail sanitize mlx" selects parts (run in the order tests logits bench sweep replay profile detail sanitize mlx peer: the peer waits for its build).
+#        mlx (not in the default steps): MLX-quantized weights on cuda, issue 30: the conformance
+#        suite's MLX cases (also with LAYA_CUDA_STREAM=0, the per-row kernel) and under
+#        compute-sanitizer memcheck, the llama-tiny MLX folders' logits through the engine
+#        (LAYA_TEST_BACKEND=cuda; stage() carries the float folder and its references, ~7 MB,
+#        unless STAGE_MLX=0), and decode of qwen2.5-0.5b made there as MLX4 / Q4_0 / MLX8 /
+#        Q8_0 (MLX_MODELS, MLX_TYPES) with `laya bench --backend cuda`: mlx.log.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -58,6 +64,12 @@ stage() {
     cp "$fx/$m/ref/${r}"_p[0-9].npy "$dest/fx/ref-models/$m/ref/"
   done
   cp -r /work/shared/fixtures/traces "$dest/traces"
+  # The mlx step's fixture (tests/mlx_quant_test.cpp quantizes llama-tiny's float folder there):
+  # the folder xz-packed (12 -> 4.4 MB) and the float, Q8_0 and Q4_0 reference logits.
+  if [ "${STAGE_MLX:-1}" = 1 ]; then
+    tar -C "$fx" -cf - llama-tiny/hf/config.json llama-tiny/hf/model.safetensors | xz -9 -T2 >"$dest/fx-mlx.tar.xz"
+    cp "$fx"/llama-tiny/ref/logits_{,q8_0_,Q4_0_}p[0-9].npy "$dest/fx/ref-models/llama-tiny/ref/"
+  fi
   # llama.cpp's sources for the comparison (its CUDA build there): the core, ggml's CPU and CUDA
   # backends and llama-bench alone (tools/CMakeLists.txt replaced by that one line).
   local peer="${PEER_SRC:-$HOME/peers/llama.cpp}"
@@ -237,6 +249,34 @@ PY
       --gtest_filter='*BackendConformance.*/cuda:*BackendConformanceWeights.*/cuda_Q4_K:*BackendConformanceWeights.*/cuda_BF16:*BackendConformanceWeights.*/cuda_Q8_0:-*MemoryAndErrors*' \
       >"$out/memcheck.log" 2>&1
     echo "rc $?"; grep -E 'ERROR SUMMARY|PASSED|FAILED|Error' "$out/memcheck.log" | head -20
+  fi
+  if [[ " $steps " == *" mlx "* ]]; then
+    echo "== MLX-quantized weights on cuda (issue 30): conformance, per-row kernel, memcheck, llama-tiny logits, decode"
+    local ml="$out/mlx.log"
+    timeout "${MLX_TESTS_S:-120}" "$tests" --gtest_filter='*BackendConformanceMlx*cuda*' >>"$ml" 2>&1
+    echo "rc $? conformance (streaming kernel)"
+    LAYA_CUDA_STREAM=0 timeout "${MLX_TESTS_S:-120}" "$tests" --gtest_filter='*BackendConformanceMlx*cuda*' >>"$ml" 2>&1
+    echo "rc $? conformance (LAYA_CUDA_STREAM=0: the per-row kernel)"
+    grep -E '^\[ +(measure|PASSED|FAILED) ' "$ml" | grep -v ' OK ' | tail -40
+    timeout "${MLX_SANITIZE_S:-150}" compute-sanitizer --tool memcheck --error-exitcode 9 "$tests" \
+      --gtest_filter='*BackendConformanceMlx*cuda_MLX4:*BackendConformanceMlx*cuda_MLX8:*BackendConformanceMlx*cuda_MLX3' >>"$ml" 2>&1
+    echo "rc $? memcheck"; grep -E 'ERROR SUMMARY' "$ml" | tail -3
+    if [ -f fx-mlx.tar.xz ]; then
+      tar -C fx/ref-models -xJf fx-mlx.tar.xz 2>/dev/null || python3 -c 'import tarfile; tarfile.open("fx-mlx.tar.xz").extractall("fx/ref-models")'
+      LAYA_TEST_BACKEND=cuda LAYA_FIXTURES="$PWD/fx" timeout "${MLX_LOGITS_S:-120}" "$tests" \
+        --gtest_filter='*MlxModel.LogitsWithinQuantizationError*:*MlxModel.ShardedFolder*' >>"$ml" 2>&1
+      echo "rc $? llama-tiny MLX folders through the engine on cuda"; grep -E '^\[ +(measure|PASSED|FAILED) ' "$ml" | tail -10
+    fi
+    local m t f
+    for m in ${MLX_MODELS:-qwen2.5-0.5b}; do
+      for t in ${MLX_TYPES:-MLX4 Q4_0 MLX8 Q8_0}; do
+        f="/tmp/$m-$t"; [[ "$t" == MLX* ]] || f="$f.gguf"
+        [ -e "$f" ] || timeout 180 "$laya" mkmodel --preset "$m" --type "$t" -o "$f" -q || { echo "mkmodel $m $t failed"; continue; }
+        echo "-- $m $t" >>"$ml"
+        timeout "${BENCH_S:-60}" "$laya" bench -m "$f" --backend cuda -p 512 -n 256 --warmup 32 --json >>"$ml" 2>&1
+        echo "rc $? $m $t: $(tail -n 1 "$ml" | grep -o '"decode_ms_p50": [0-9.]*\|"decode_ms_p99": [0-9.]*\|"decode_gb_s": [0-9.]*\|"prefill_tok_s": [0-9.]*' | tr '\n' ' ')"
+      done
+    done
   fi
   if [ -n "$peer_pid" ]; then
     echo "== llama.cpp CUDA ($(cat llama-commit.txt 2>/dev/null | cut -c1-12)), llama-bench, flash attention on, same files"

@@ -150,14 +150,16 @@ Status CudaBackend::upload_tensor(const Tensor& t, uint8_t* dst, cuda::DevMat* o
   m.cols = cols;
   m.data = dst;
   m.stride = cuda::dev_stride(t.type, cols);
-  if (cuda::dev_scales_bytes(t.type, rows, cols) > 0)
+  if (cuda::dev_scales_bytes(t.type, rows, cols) > 0 || mlx_bits(t.type))
     m.scales = reinterpret_cast<const uint16_t*>(dst + static_cast<size_t>(rows) * m.stride);
-  const size_t bytes = cuda::dev_bytes(t.type, rows, cols);
-  if (cuda::dev_same_as_file(t.type, cols)) {
+  m.group = t.groups.size;
+  m.group_type = t.groups.type;
+  const size_t bytes = cuda::dev_bytes(t);
+  if (cuda::dev_same_as_file(t)) {
     LAYA_CUDA_TRY(cudaMemcpy(dst, t.data, bytes, cudaMemcpyHostToDevice), "upload of {} ({} bytes)", t.name, bytes);
   } else {
     std::vector<uint8_t> host(bytes);
-    cuda::pack_rows(t.type, rows, cols, t.data, host.data());
+    cuda::pack_tensor(t, host.data());
     LAYA_CUDA_TRY(cudaMemcpy(dst, host.data(), bytes, cudaMemcpyHostToDevice), "upload of {} ({} bytes)", t.name, bytes);
   }
   *out = m;
@@ -173,11 +175,13 @@ Status CudaBackend::prepare_weights(const std::vector<const Tensor*>& matrices, 
     for (const Tensor* t : *list) {
       if (!t->present() || mats_.count(t->data)) continue;
       if (std::any_of(todo.begin(), todo.end(), [&](const Tensor* u) { return u->data == t->data; })) continue;
-      if (const int bits = mlx_bits(t->type)) {  // no CUDA kernel reads MLX's groups yet
-        return Status(StatusCode::kUnsupported,
-                      fmt::format("not supported on CUDA: tensor {} is MLX {}-bit affine (group {}); run this MLX "
-                                  "folder on the cpu backend, or convert the model to GGUF for CUDA",
-                                  t->name, bits, t->groups.size));
+      if (const GroupParams& g = t->groups; mlx_bits(t->type) &&
+          ((g.size != 32 && g.size != 64 && g.size != 128) || t->cols() % g.size != 0 || !g.scales || !g.biases ||
+           (g.type != DType::F16 && g.type != DType::BF16 && g.type != DType::F32))) {
+        return Status(StatusCode::kInvalidArgument,
+                      fmt::format("cuda: MLX tensor {} ({} columns) has groups of {} {} values: the kernels read groups "
+                                  "of 32, 64 or 128 F16 / BF16 / F32 scales and biases",
+                                  t->name, t->cols(), g.size, dtype_name(g.type)));
       }
       if (!cuda::dev_supported(t->type)) {
         return Status(StatusCode::kUnsupported,
@@ -186,7 +190,7 @@ Status CudaBackend::prepare_weights(const std::vector<const Tensor*>& matrices, 
       }
       todo.push_back(t);
       offsets.push_back(total);
-      total += (cuda::dev_bytes(t->type, t->rows(), t->cols()) + 255) / 256 * 256;
+      total += (cuda::dev_bytes(*t) + 255) / 256 * 256;
     }
   }
   if (todo.empty()) return Status::Ok();

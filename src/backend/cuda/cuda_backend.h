@@ -31,7 +31,8 @@ class CudaBackend final : public Backend {
   Status synchronize() override;
   bool host_visible() const override { return false; }
   // Uploads every tensor of `matrices` and `all` (float rows padded, Q8_0
-  // split, cuda/kernels.h); ops then find them by their host address.
+  // split, MLX scales and biases paired, cuda/kernels.h); ops then find them
+  // by their host address.
   Status prepare_weights(const std::vector<const Tensor*>& matrices, const std::vector<const Tensor*>& all) override;
   size_t prepared_bytes() const override { return prepared_bytes_; }
   const std::string& memory_lock_note() const override { return lock_note_; }

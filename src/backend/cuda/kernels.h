@@ -11,6 +11,9 @@
 //     allow only 2-byte loads.
 //   - Q6_K likewise: each 210-byte block's first 208 bytes (ql, qh, scales) in
 //     rows, its fp16 d in `scales` (rows x cols/256).
+//   - MLX affine types (DType::MLX_Q*): the file's packed rows (16-byte
+//     aligned), then each group's scale and bias side by side (layout.h), at
+//     `scales`.
 // Q4_K (144-byte) and Q5_K (176-byte) blocks are already 16-byte multiples.
 #pragma once
 
@@ -33,8 +36,11 @@ struct DevMat {
   DType type = DType::F32;
   int64_t rows = 0, cols = 0;
   const uint8_t* data = nullptr;     // rows of `stride` bytes (Q8_0: the int8 values)
-  const uint16_t* scales = nullptr;  // Q8_0: fp16 scale of each 32 values, (rows, cols / 32); Q6_K: d of each block
+  const uint16_t* scales = nullptr;  // Q8_0: fp16 scale of each 32 values, (rows, cols / 32); Q6_K: d of each block;
+                                     // MLX: the (scale, bias) pairs, (rows, cols / group)
   size_t stride = 0;
+  int32_t group = 0;                 // MLX: values per group (32, 64, 128)
+  DType group_type = DType::F16;     // MLX: the scales' and biases' type (F16, BF16, F32)
 };
 
 

@@ -53,6 +53,10 @@ __device__ float row_dot_any(const DevMat& m, int64_t r, const float* xs, int la
     case DType::Q4_K: return row_dot<UnitK<false>>(m, r, xs, lane);
     case DType::Q5_K: return row_dot<UnitK<true>>(m, r, xs, lane);
     case DType::Q6_K: return row_dot<UnitQ6>(m, r, xs, lane);
+    case DType::MLX_Q4:
+      return mlx_unit_type(m.type, m.group_type) ? row_dot<UnitMlx<4>>(m, r, xs, lane) : row_dot<UnitGeneric>(m, r, xs, lane);
+    case DType::MLX_Q8:
+      return mlx_unit_type(m.type, m.group_type) ? row_dot<UnitMlx<8>>(m, r, xs, lane) : row_dot<UnitGeneric>(m, r, xs, lane);
     default: return row_dot<UnitGeneric>(m, r, xs, lane);
   }
 }
@@ -85,6 +89,7 @@ __global__ void __launch_bounds__(kWarps * 32) matvec_kernel(const MatvecJob job
   pdl_enter();
   __shared__ double part[kMaxVecTok][kWarps];
   stage_x(job, x, cols, padded, n_tok, xs, part, blockIdx.x == 0);
+  if (job_wants_x_sums(job)) stage_x_sums(xs, padded, n_tok);
   const int64_t stride = xpad_size(padded);
   for (int64_t R = first; R < first + rpw && R < total; ++R) {
     if (job.swiglu) {
@@ -151,11 +156,14 @@ StreamFn stream_of(bool swiglu, bool one_token, bool deep) {
   return one_token ? matvec_stream_kernel<U, B1, false, 1> : matvec_stream_kernel<U, B1, false, kMaxVecTok>;
 }
 
-// True where every matrix of the job (both of a SwiGLU) has the first's type.
+// True where every matrix of the job (both of a SwiGLU) has the first's type
+// (MLX: and the decode units read each, mlx_unit_type).
 bool one_type(const MatvecJob& job) {
   const int n = job.swiglu ? 2 : job.n;
-  for (int i = 1; i < n; ++i)
+  for (int i = 0; i < n; ++i) {
     if (job.m[i].type != job.m[0].type) return false;
+    if (mlx_bits(job.m[i].type) && !mlx_unit_type(job.m[i].type, job.m[i].group_type)) return false;
+  }
   return true;
 }
 
@@ -177,6 +185,8 @@ StreamFn stream_for(const MatvecJob& job, int64_t n_tok, bool deep_ok) {
     case DType::Q4_K: return stream_of<UnitK<false>>(job.swiglu, one, deep);
     case DType::Q5_K: return stream_of<UnitK<true>>(job.swiglu, one, deep);
     case DType::Q6_K: return stream_of<UnitQ6>(job.swiglu, one, deep);
+    case DType::MLX_Q4: return stream_of<UnitMlx<4>>(job.swiglu, one, deep);
+    case DType::MLX_Q8: return stream_of<UnitMlx<8>>(job.swiglu, one, deep);
     default: return nullptr;
   }
 }
@@ -197,6 +207,8 @@ std::vector<StreamFn> all_stream_kernels() {
   each_stream_of<UnitK<false>>(&v);
   each_stream_of<UnitK<true>>(&v);
   each_stream_of<UnitQ6>(&v);
+  each_stream_of<UnitMlx<4>>(&v);
+  each_stream_of<UnitMlx<8>>(&v);
   return v;
 }
 
@@ -213,6 +225,8 @@ MatvecFn matvec_for(const MatvecJob& job) {
     case DType::Q4_K: return matvec_kernel<DotOf<UnitK<false>>>;
     case DType::Q5_K: return matvec_kernel<DotOf<UnitK<true>>>;
     case DType::Q6_K: return matvec_kernel<DotOf<UnitQ6>>;
+    case DType::MLX_Q4: return matvec_kernel<DotOf<UnitMlx<4>>>;
+    case DType::MLX_Q8: return matvec_kernel<DotOf<UnitMlx<8>>>;
     default: return matvec_kernel<DotOf<UnitGeneric>>;
   }
 }
@@ -315,6 +329,8 @@ cudaError_t configure(const CudaTuning& tuning, Launch* out) {
                           matvec_kernel<DotOf<UnitK<false>>>,
                           matvec_kernel<DotOf<UnitK<true>>>,
                           matvec_kernel<DotOf<UnitQ6>>,
+                          matvec_kernel<DotOf<UnitMlx<4>>>,
+                          matvec_kernel<DotOf<UnitMlx<8>>>,
                           matvec_kernel<DotOf<UnitGeneric>>};
   for (MatvecFn f : all)
     if (cudaError_t e = allow_smem(reinterpret_cast<const void*>(f), bytes); e != cudaSuccess) return e;

@@ -88,6 +88,22 @@ __device__ inline void stage_x(const MatvecJob& job, const float* __restrict__ x
   __syncthreads();
 }
 
+// The MLX units' sums of each 32 staged values (units.cuh, x_sum32), made
+// once x is staged: one more barrier, in the kernels that read them only.
+__device__ inline void stage_x_sums(float* xs, int64_t padded, int n_tok) {
+  const int64_t stride = xpad_size(padded), runs = padded / kXPadEvery;
+  for (int64_t i = threadIdx.x; i < n_tok * runs; i += blockDim.x)
+    x_sum32(xs + (i / runs) * stride + xpad(kXPadEvery * (i % runs)));
+  __syncthreads();
+}
+template <class U>
+constexpr bool kXSumsOf = requires { U::kXSums; };
+__device__ inline bool job_wants_x_sums(const MatvecJob& job) {
+  for (int i = 0; i < (job.swiglu ? 2 : job.n); ++i)
+    if (mlx_unit_type(job.m[i].type, job.m[i].group_type)) return true;
+  return false;
+}
+
 // Row R of the job's matrices laid end to end: which matrix (returned) and
 // its row there (*r, given R).
 __device__ __forceinline__ int job_row(const MatvecJob& job, int64_t* r) {
@@ -204,6 +220,7 @@ __device__ __forceinline__ void matvec_stream(const MatvecJob& job, const float*
   if (R < total) load_chunk<U, B, K>(cur, at, lane, n);
   enter();
   stage_x(job, x, cols, padded, n_tok, xs, part, vb == 0);
+  if constexpr (kXSumsOf<U>) stage_x_sums(xs, padded, n_tok);
   const int stride = static_cast<int>(xpad_size(padded));
   float acc[K][T];
 #pragma unroll
