@@ -27,7 +27,8 @@ CudaTuning parse(const std::map<std::string, std::string>& env) {
 TEST(BackendOptions, CudaTuningWithoutVariablesIsTheDefault) {
   const CudaTuning d;
   EXPECT_EQ(parse({}), d);
-  EXPECT_TRUE(d.graphs && d.pinned && d.chained && d.stream && d.stream_deep && d.persistent);
+  EXPECT_TRUE(d.graphs && d.pinned && d.chained && d.stream && d.stream_deep);
+  EXPECT_FALSE(d.persistent);
   EXPECT_FALSE(d.prefetch);
   EXPECT_EQ(d.attn_split, 0);
   EXPECT_EQ(d.rows_per_warp, 0);
@@ -38,7 +39,7 @@ TEST(BackendOptions, CudaTuningSwitchesTurnOffOnlyAtZero) {
   const std::pair<const char*, bool CudaTuning::*> switches[] = {
       {"LAYA_CUDA_GRAPHS", &CudaTuning::graphs}, {"LAYA_CUDA_PINNED", &CudaTuning::pinned},
       {"LAYA_CUDA_PDL", &CudaTuning::chained},   {"LAYA_CUDA_STREAM", &CudaTuning::stream},
-      {"LAYA_CUDA_STREAM_DEEP", &CudaTuning::stream_deep}, {"LAYA_CUDA_PERSISTENT", &CudaTuning::persistent}};
+      {"LAYA_CUDA_STREAM_DEEP", &CudaTuning::stream_deep}};
   for (const auto& [name, field] : switches) {
     EXPECT_FALSE(parse({{name, "0"}}).*field) << name;
     EXPECT_TRUE(parse({{name, "1"}}).*field) << name;
@@ -48,6 +49,8 @@ TEST(BackendOptions, CudaTuningSwitchesTurnOffOnlyAtZero) {
     EXPECT_EQ(parse({{name, "0"}}), want) << name << " changes nothing else";
   }
   EXPECT_TRUE(parse({{"LAYA_CUDA_PREFETCH", "1"}}).prefetch);
+  EXPECT_TRUE(parse({{"LAYA_CUDA_PERSISTENT", "1"}}).persistent);
+  EXPECT_FALSE(parse({{"LAYA_CUDA_PERSISTENT", "yes"}}).persistent);
   EXPECT_FALSE(parse({{"LAYA_CUDA_PREFETCH", "yes"}}).prefetch);
 }
 

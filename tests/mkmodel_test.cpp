@@ -362,7 +362,9 @@ void check_llama_cpp_can_load(const std::string& preset_name) {
   EXPECT_EQ((*types)->count, (*tokens)->size());
   for (const char* k : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"}) {
     auto id = f.get_int(k);
-    if (id.ok()) EXPECT_LT(*id, p->n_vocab) << k;
+    if (id.ok()) {
+      EXPECT_LT(*id, p->n_vocab) << k;
+    }
   }
   // Tensors: every required one there in llama.cpp's shape, and nothing it would not create.
   std::map<std::string, const gguf::TensorInfo*> in_file;
@@ -411,7 +413,9 @@ TEST(MkmodelLlamaCpp, HalfBillionPresetsMatchItsTensorTable) {
       EXPECT_EQ(it->second, t.ne) << t.name;
     }
     for (const auto& [n, ne] : plan) EXPECT_TRUE(created.count(n)) << "llama.cpp creates no tensor " << n;
-    if (p->arch == "granite") EXPECT_GT(p->logit_scale, 0.0f) << "llama.cpp's granite loader requires logit_scale";
+    if (p->arch == "granite") {
+      EXPECT_GT(p->logit_scale, 0.0f) << "llama.cpp's granite loader requires logit_scale";
+    }
   }
 }
 

@@ -35,7 +35,8 @@ CudaTuning CudaTuning::parse(const std::function<const char*(const char* name)>&
   // Clamped rather than refused, as the sweeps have always set it.
   if (const char* sb = var("LAYA_CUDA_STREAM_BLOCKS")) t.stream_blocks = std::clamp(std::atoi(sb), 0, 32);
   t.stream_deep = unless_zero(var("LAYA_CUDA_STREAM_DEEP"));
-  t.persistent = unless_zero(var("LAYA_CUDA_PERSISTENT"));
+  const char* pk = var("LAYA_CUDA_PERSISTENT");
+  t.persistent = pk && std::strcmp(pk, "1") == 0;
   return t;
 }
 

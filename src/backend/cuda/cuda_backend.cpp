@@ -637,7 +637,7 @@ Status CudaBackend::step_begin(const KvLayerView& kv, int32_t token, int64_t pos
   capturing_ = true;
   capture_key_ = logits;
   tape_ = cuda::StepProgram();
-  if (!use_persistent_) tape_.refuse("turned off (LAYA_CUDA_PERSISTENT=0)");
+  if (!use_persistent_) tape_.refuse("not asked for (LAYA_CUDA_PERSISTENT=1)");
   return Status::Ok();
 }
 

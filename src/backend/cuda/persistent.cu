@@ -305,6 +305,12 @@ cudaError_t StepProgram::upload(const Launch& l, cudaStream_t s) {
   }
   const StepFn f = kernel_for(type_);
   if (!f) refuse("weights of a type the persistent kernel has no units for");
+  // Bit for bit the graph's on the H100 with Q8_0 weights and a Q8_0 cache;
+  // F16 weights with an F32 cache differed by up to 2.6 in a logit at the
+  // first step (CudaPersistent, docs/CUDA.md): refused until that is found.
+  if (type_ != DType::Q8_0) refuse("weights other than Q8_0 (the kernel is verified for Q8_0 weights and a Q8_0 cache)");
+  for (const StepInstr& in : host_)
+    if (in.op == StepOp::kAttention && in.kv.type != DType::Q8_0) refuse("a KV cache other than Q8_0 (verified for Q8_0)");
   if (refused()) return cudaErrorInvalidValue;
   smem_ = kSmemHead + big;
   if (smem_ > l.smem_optin) {
