@@ -6,8 +6,19 @@
 #   SKIP_SANITIZE=1 SKIP_CUDA=1 SKIP_FUZZ=1 to shorten.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# Each phase's end: the wall time, and the CPU-seconds (user+sys) of all the
+# script has run so far. On CI's 2 cores a parallel phase takes about half its
+# CPU-seconds in wall time, a serial one about all of them; wall times alone
+# swing with the machine's load.
+TIMES_FILE="$(mktemp)"
+trap 'rm -f "$TIMES_FILE"' EXIT
+phase_done() {
+  times >"$TIMES_FILE"  # this shell's children (called here, not in a subshell)
+  echo "== $1 done after ${SECONDS}s, $(awk 'NR == 2 { split($1, u, "m"); split($2, s, "m");
+    printf "%.0f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$TIMES_FILE") CPU-s"
+}
 "$ROOT/scripts/build.sh"
-echo "== build done after ${SECONDS}s"
+phase_done build
 # The tests that run the engine on 2 threads for minutes run alone: next to
 # another test, 3+ busy threads on 2 cores make every barrier of the forward
 # pass wait for a descheduled worker (measured on the CI machine: the session
@@ -15,11 +26,11 @@ echo "== build done after ${SECONDS}s"
 SERIAL='^(SessionIncremental|SessionAlloc|isa_[a-z0-9]+\.engine_correctness)'
 ctest --test-dir "$ROOT/build" --output-on-failure -j "${JOBS:-$(nproc)}" -E "$SERIAL"
 ctest --test-dir "$ROOT/build" --output-on-failure -j 1 -R "$SERIAL"
-echo "== ctest done after ${SECONDS}s"
+phase_done ctest
 if [ -z "${SKIP_SANITIZE:-}" ]; then
   echo "== ASan+UBSan: parser and tokenizer tests"
   "$ROOT/tools/ci/sanitize.sh"
-  echo "== sanitizer tests done after ${SECONDS}s"
+  phase_done "sanitizer tests"
 fi
 # nvcc spends most of its time on one file (one core), so the CUDA compile
 # check runs beside the fuzzers, which are time-bounded.
@@ -33,7 +44,7 @@ fi
 if [ -z "${SKIP_FUZZ:-}" ]; then
   echo "== libFuzzer: GGUF and safetensors readers, tokenizer.json loading, CLI numbers, traces"
   FUZZ_SECONDS="${FUZZ_SECONDS:-15}" "$ROOT/tools/ci/fuzz.sh"
-  echo "== fuzzers done after ${SECONDS}s"
+  phase_done fuzzers
 fi
 if [ -n "$cuda_pid" ]; then
   if ! wait "$cuda_pid"; then
@@ -42,6 +53,6 @@ if [ -n "$cuda_pid" ]; then
     exit 1
   fi
   tail -n 1 "$ROOT/build/cuda_compile.log"
-  echo "== CUDA compile done after ${SECONDS}s"
+  phase_done "CUDA compile"
 fi
 echo "all tests passed (${SECONDS}s)"
