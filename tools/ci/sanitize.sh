@@ -26,6 +26,12 @@ cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FL
   -DCMAKE_CXX_COMPILER="$SAN_CXX" -DCMAKE_C_COMPILER="$SAN_CC" \
   -DLAYA_SANITIZE=ON -DLAYA_BUILD_TESTS=ON -DLAYA_BUILD_BENCH=OFF >/dev/null
 ninja -C "$BUILD_DIR" -j "$JOBS" laya_tests
+# The build's share of this script's time (scripts/test.sh prints the phase's).
+times_file="$(mktemp)"
+times >"$times_file"
+echo "sanitizer build done after ${SECONDS}s, $(awk 'NR == 2 { split($1, u, "m"); split($2, s, "m");
+  printf "%.0f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$times_file") CPU-s"
+rm -f "$times_file"
 
 # Any sanitizer report aborts the test binary (non-zero exit).
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}"
