@@ -53,7 +53,7 @@ void run(benchmark::State& st, int group, int64_t hd, int64_t n_kv, Cache cache,
                       per_pos * static_cast<size_t>(block_pos), block_pos};
   }
   for (auto _ : st) {
-    f(q.data(), group, hd, kv, n_kv, scale, scores.data(), out.data());
+    f(q.data(), group, hd, kv, n_kv, {scale}, scores.data(), out.data());
     benchmark::DoNotOptimize(out.data());
   }
   st.SetItemsProcessed(st.iterations() * n_kv);  // items = cached positions

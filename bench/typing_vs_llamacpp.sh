@@ -12,7 +12,8 @@
 #     --ctx N           context in tokens for both (default 1024, the default model's)
 #     --out DIR         keep the JSON results and llama-server's log there (default: a temp dir)
 #   env: LAYA=build/laya (laya's binary; this script builds nothing), PYTHON=python3,
-#        LLAMA_ARGS="..." (more llama-server flags)
+#        LLAMA_ARGS="..." (more llama-server flags), PIN_SERVER / PIN_CLIENT / PIN_LAYA: taskset
+#        CPU lists (e.g. "2,3") for llama-server, the Python client and laya replay (default: none)
 #
 # LLAMA_SERVER is the llama-server binary (or a llama.cpp build dir holding bin/llama-server):
 # a CPU build made outside this repo. It is started on 127.0.0.1 with -c CTX -np 1, prompt
@@ -26,7 +27,7 @@
 set -euo pipefail
 
 die() { echo "typing_vs_llamacpp: $*" >&2; exit 2; }
-usage() { sed -n '2,24p' "$0" >&2; exit 2; }
+usage() { sed -n '2,25p' "$0" >&2; exit 2; }
 
 THREADS="${THREADS:-2}"
 PORT="${PORT:-8090}"
@@ -57,6 +58,17 @@ for v in "$THREADS" "$PORT" "$CTX"; do
 done
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The prefixes that pin the commands (PIN_*): "taskset -c CPUS", or nothing. taskset execs the
+# command, so $! of a pinned server is the server's own pid.
+for v in "${PIN_SERVER:-}" "${PIN_CLIENT:-}" "${PIN_LAYA:-}"; do
+  [ -n "$v" ] || continue
+  [[ "$v" =~ ^[0-9]+([,-][0-9]+)*$ ]] || die "'$v' is not a CPU list (PIN_SERVER, PIN_CLIENT, PIN_LAYA)"
+  command -v taskset > /dev/null || die "PIN_* needs taskset"
+done
+PIN_S=() PIN_C=() PIN_L=()
+[ -z "${PIN_SERVER:-}" ] || PIN_S=(taskset -c "$PIN_SERVER")
+[ -z "${PIN_CLIENT:-}" ] || PIN_C=(taskset -c "$PIN_CLIENT")
+[ -z "${PIN_LAYA:-}" ] || PIN_L=(taskset -c "$PIN_LAYA")
 SERVER="${POS[0]}"
 MODEL="${POS[1]}"
 TRACES=("${POS[@]:2}")
@@ -131,7 +143,7 @@ ARGS+=("${EXTRA[@]}")
 SERVER_RC=0
 start_server() {
   echo "llama-server: $SERVER ${ARGS[*]}" >&2
-  CUDA_VISIBLE_DEVICES="" "$SERVER" "${ARGS[@]}" > "$OUT/llama-server.log" 2>&1 &
+  CUDA_VISIBLE_DEVICES="" "${PIN_S[@]}" "$SERVER" "${ARGS[@]}" > "$OUT/llama-server.log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 1 600); do
     if ! kill -0 "$SERVER_PID" 2> /dev/null; then
@@ -179,14 +191,14 @@ fi
 CARGS=(--server "http://127.0.0.1:$PORT" --n-ctx "$CTX" --json "$OUT/llama-server.json")
 [ "$FIM" = 1 ] && CARGS+=(--fim)
 echo "== llama-server ==" >&2
-"$PYTHON" "$CLIENT" "${CARGS[@]}" "${PACE[@]}" "${TRACES[@]}" >&2
+"${PIN_C[@]}" "$PYTHON" "$CLIENT" "${CARGS[@]}" "${PACE[@]}" "${TRACES[@]}" >&2
 stop_server
 LRU="$(grep -c 'selected slot by LRU' "$OUT/llama-server.log" || true)"
 CANCELS="$(grep -c 'cancel task' "$OUT/llama-server.log" || true)"
 
 # ---- laya ---------------------------------------------------------------------------------------
 echo "== laya ==" >&2
-"$LAYA" replay -m "$MODEL" -t "$THREADS" --max-ctx "$CTX" "${PACE[@]}" --json "$OUT/laya.json" "${TRACES[@]}" >&2
+"${PIN_L[@]}" "$LAYA" replay -m "$MODEL" -t "$THREADS" --max-ctx "$CTX" "${PACE[@]}" --json "$OUT/laya.json" "${TRACES[@]}" >&2
 
 # ---- the table ----------------------------------------------------------------------------------
 echo

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
 
 #include "backend/cpu/attention.h"
 #include "core/fp16.h"
@@ -15,23 +16,26 @@
 namespace laya::cpu {
 namespace {
 
-// out (group, hd) from row-major k, v (n_kv, hd), in double.
+// out (group, hd) from row-major k, v (n_kv, hd), in double, over
+// positions [first, n_kv), scores soft-capped when softcap > 0.
 std::vector<float> plain_attention(const std::vector<float>& q, int group, int64_t hd, const std::vector<float>& k,
-                                   const std::vector<float>& v, int64_t n_kv, float scale) {
+                                   const std::vector<float>& v, int64_t n_kv, float scale, int64_t first = 0,
+                                   double softcap = 0) {
   std::vector<float> out(static_cast<size_t>(group * hd));
   for (int h = 0; h < group; ++h) {
-    std::vector<double> s(static_cast<size_t>(n_kv));
+    std::vector<double> s(static_cast<size_t>(n_kv), -INFINITY);
     double mx = -INFINITY, sum = 0;
-    for (int64_t j = 0; j < n_kv; ++j) {
+    for (int64_t j = first; j < n_kv; ++j) {
       double d = 0;
       for (int64_t i = 0; i < hd; ++i) d += static_cast<double>(k[static_cast<size_t>(j * hd + i)]) * q[static_cast<size_t>(h * hd + i)];
-      s[static_cast<size_t>(j)] = d * scale;
+      d *= scale;
+      s[static_cast<size_t>(j)] = softcap > 0 ? softcap * std::tanh(d / softcap) : d;
       mx = std::max(mx, s[static_cast<size_t>(j)]);
     }
     for (auto& x : s) sum += (x = std::exp(x - mx));
     for (int64_t i = 0; i < hd; ++i) {
       double o = 0;
-      for (int64_t j = 0; j < n_kv; ++j) o += s[static_cast<size_t>(j)] / sum * v[static_cast<size_t>(j * hd + i)];
+      for (int64_t j = first; j < n_kv; ++j) o += s[static_cast<size_t>(j)] / sum * v[static_cast<size_t>(j * hd + i)];
       out[static_cast<size_t>(h * hd + i)] = static_cast<float>(o);
     }
   }
@@ -91,9 +95,9 @@ TEST(KernelAttention, ScalarMatchesPlainAttention) {
         const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
         const std::vector<float> want = plain_attention(c.q, group, hd, c.k_rows, c.v_rows, n_kv, scale);
         std::vector<float> scores(static_cast<size_t>(group * scores_stride(n_kv))), out(c.q.size()), out16(c.q.size());
-        attend_group_scalar(c.q.data(), group, hd, KvHeadBlocks::contiguous(c.k_blocked.data(), c.v_rows.data()), n_kv, scale, scores.data(),
+        attend_group_scalar(c.q.data(), group, hd, KvHeadBlocks::contiguous(c.k_blocked.data(), c.v_rows.data()), n_kv, {scale}, scores.data(),
                             out.data());
-        attend_group_f16_scalar(c.q.data(), group, hd, KvHeadBlocks::contiguous(c.k16_blocked.data(), c.v16.data()), n_kv, scale,
+        attend_group_f16_scalar(c.q.data(), group, hd, KvHeadBlocks::contiguous(c.k16_blocked.data(), c.v16.data()), n_kv, {scale},
                                 scores.data(), out16.data());
         for (size_t i = 0; i < out.size(); ++i) {
           ASSERT_NEAR(out[i], want[i], 1e-5f * (1.f + std::fabs(want[i]))) << "group " << group << " hd " << hd << " n_kv " << n_kv;
@@ -121,9 +125,9 @@ TEST(KernelAttention, SimdMatchesScalar) {
           std::vector<float> o1(c.q.size()), o2(c.q.size()), o3(c.q.size());
           const KvHeadBlocks kv32 = KvHeadBlocks::contiguous(c.k_blocked.data(), c.v_rows.data());
           const KvHeadBlocks kv16 = KvHeadBlocks::contiguous(c.k16_blocked.data(), c.v16.data());
-          attend_group_scalar(c.q.data(), group, hd, kv32, n_kv, scale, s1.data(), o1.data());
-          f(c.q.data(), group, hd, kv32, n_kv, scale, s2.data(), o2.data());
-          f16(c.q.data(), group, hd, kv16, n_kv, scale, s2.data(), o3.data());
+          attend_group_scalar(c.q.data(), group, hd, kv32, n_kv, {scale}, s1.data(), o1.data());
+          f(c.q.data(), group, hd, kv32, n_kv, {scale}, s2.data(), o2.data());
+          f16(c.q.data(), group, hd, kv16, n_kv, {scale}, s2.data(), o3.data());
           for (size_t i = 0; i < o1.size(); ++i) {
             ASSERT_NEAR(o2[i], o1[i], 2e-5f * (1.f + std::fabs(o1[i])))
                 << isa_name(isa) << ", group " << group << " hd " << hd << " n_kv " << n_kv;
@@ -138,6 +142,61 @@ TEST(KernelAttention, SimdMatchesScalar) {
     checked += isa_checked;
   }
   if (checked == 0) GTEST_SKIP() << "no SIMD attention kernel for this CPU: only the scalar one exists here";
+}
+
+// A sliding window (positions [first, n_kv) only) and soft-capped scores:
+// the scalar kernels against the plain attention, every SIMD kernel against
+// the scalar one of its cache type, first at and around a K block's edge.
+TEST(KernelAttention, WindowAndSoftcap) {
+  std::mt19937 rng(19);
+  int simd_checked = 0;
+  for (int group : {1, 3, 8}) {
+    for (int64_t hd : {32, 64, 256}) {
+      for (int64_t n_kv : {17, 40, 300}) {
+        Case c = make_case(rng, group, hd, n_kv);
+        const int64_t slots = scores_stride(n_kv);
+        std::vector<uint8_t> ks(static_cast<size_t>(slots / kKvBlock) * q8_k_block_bytes(hd), 0xAB);
+        std::vector<uint8_t> vs(static_cast<size_t>(slots) * q8_v_row_bytes(hd), 0xCD);
+        for (int64_t j = 0; j < n_kv; ++j) {
+          q8_store_k(ks.data(), j, c.k_rows.data() + j * hd, hd);
+          q8_store_v(vs.data(), j, c.v_rows.data() + j * hd, hd);
+        }
+        const KvHeadBlocks kv[3] = {KvHeadBlocks::contiguous(c.k_blocked.data(), c.v_rows.data()),
+                                    KvHeadBlocks::contiguous(c.k16_blocked.data(), c.v16.data()),
+                                    KvHeadBlocks::contiguous(ks.data(), vs.data())};
+        const DType types[3] = {DType::F32, DType::F16, DType::Q8_0};
+        const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+        for (int64_t first : {int64_t{1}, int64_t{15}, int64_t{16}, n_kv / 2, n_kv - 1}) {
+          for (float cap : {0.0f, 2.5f}) {
+            const AttendParams ap{scale, cap, first};
+            const std::string where = "group " + std::to_string(group) + " hd " + std::to_string(hd) + " n_kv " +
+                                      std::to_string(n_kv) + " first " + std::to_string(first) + " cap " +
+                                      std::to_string(cap);
+            const std::vector<float> want = plain_attention(c.q, group, hd, c.k_rows, c.v_rows, n_kv, scale, first, cap);
+            std::vector<float> scores(static_cast<size_t>(group * slots)), ref(c.q.size()), got(c.q.size());
+            attend_group_scalar(c.q.data(), group, hd, kv[0], n_kv, ap, scores.data(), ref.data());
+            for (size_t i = 0; i < ref.size(); ++i)
+              ASSERT_NEAR(ref[i], want[i], 1e-5f * (1.f + std::fabs(want[i]))) << where;
+            for (int t = 0; t < 3; ++t) {
+              if (types[t] == DType::Q8_0 && hd % 32 != 0) continue;
+              attend_group_scalar_for(types[t])(c.q.data(), group, hd, kv[t], n_kv, ap, scores.data(), ref.data());
+              for (Isa isa : simd_isas()) {
+                const AttendGroupFn f = attend_group_for(types[t], group, hd, isa);
+                if (f == attend_group_scalar_for(types[t])) continue;
+                f(c.q.data(), group, hd, kv[t], n_kv, ap, scores.data(), got.data());
+                for (size_t i = 0; i < ref.size(); ++i)
+                  ASSERT_NEAR(got[i], ref[i], 2e-5f * (1.f + std::fabs(ref[i])))
+                      << isa_name(isa) << " " << dtype_name(types[t]) << " " << where;
+                ++simd_checked;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  std::printf("[ measure  ] windowed / soft-capped attention: %d SIMD cases checked against the scalar kernel\n",
+              simd_checked);
 }
 
 // Q8_0 cache: the test's own Q8_0 rounding (d = max|x| / 127, q = round(x / d)
@@ -173,13 +232,13 @@ TEST(KernelAttention, Q8CacheMatchesPlainAttentionOnItsValues) {
         const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
         const std::vector<float> want = plain_attention(q, group, hd, kd, vd, n_kv, scale);
         std::vector<float> scores(static_cast<size_t>(group * slots)), o1(q.size()), o2(q.size());
-        attend_group_q8_scalar(q.data(), group, hd, KvHeadBlocks::contiguous(ks.data(), vs.data()), n_kv, scale, scores.data(), o1.data());
+        attend_group_q8_scalar(q.data(), group, hd, KvHeadBlocks::contiguous(ks.data(), vs.data()), n_kv, {scale}, scores.data(), o1.data());
         for (size_t i = 0; i < o1.size(); ++i)
           ASSERT_NEAR(o1[i], want[i], 1e-5f * (1.f + std::fabs(want[i]))) << "group " << group << " hd " << hd << " n_kv " << n_kv;
         for (Isa isa : simd_isas()) {
           AttendGroupFn f = attend_group_for(DType::Q8_0, group, hd, isa);
           if (f == attend_group_q8_scalar) continue;
-          f(q.data(), group, hd, KvHeadBlocks::contiguous(ks.data(), vs.data()), n_kv, scale, scores.data(), o2.data());
+          f(q.data(), group, hd, KvHeadBlocks::contiguous(ks.data(), vs.data()), n_kv, {scale}, scores.data(), o2.data());
           for (size_t i = 0; i < o1.size(); ++i)
             ASSERT_NEAR(o2[i], o1[i], 2e-5f * (1.f + std::fabs(o1[i])))
                 << isa_name(isa) << ", group " << group << " hd " << hd << " n_kv " << n_kv;
@@ -243,18 +302,23 @@ TEST(KernelAttention, BlocksInAnyOrderEqualOneContiguousSlice) {
         std::vector<AttendGroupFn> fns = {attend_group_scalar_for(type)};
         for (Isa isa : isas) fns.push_back(attend_group_for(type, group, hd, isa));
         for (AttendGroupFn f : fns) {
-          std::vector<float> s1(static_cast<size_t>(group * scores_stride(slots))), s2(s1.size());
-          std::vector<float> o1(q.size()), o2(q.size());
-          f(q.data(), group, hd, flat, n_kv, 0.125f, s1.data(), o1.data());
-          f(q.data(), group, hd, blocks, n_kv, 0.125f, s2.data(), o2.data());
-          for (size_t i = 0; i < o1.size(); ++i)
-            ASSERT_EQ(o2[i], o1[i]) << dtype_name(type) << " block " << bp << " n_kv " << n_kv << " element " << i;
-          ++checked;
+          // The whole cache, and a sliding window that starts mid-block.
+          for (const int64_t first : {int64_t{0}, n_kv / 2}) {
+            std::vector<float> s1(static_cast<size_t>(group * scores_stride(slots))), s2(s1.size());
+            std::vector<float> o1(q.size()), o2(q.size());
+            const AttendParams ap{0.125f, first ? 3.0f : 0.0f, first};
+            f(q.data(), group, hd, flat, n_kv, ap, s1.data(), o1.data());
+            f(q.data(), group, hd, blocks, n_kv, ap, s2.data(), o2.data());
+            for (size_t i = 0; i < o1.size(); ++i)
+              ASSERT_EQ(o2[i], o1[i]) << dtype_name(type) << " block " << bp << " n_kv " << n_kv << " first " << first
+                                      << " element " << i;
+            ++checked;
+          }
         }
       }
     }
   }
-  EXPECT_EQ(checked, 3 * 3 * 7 * static_cast<int>(1 + isas.size()));
+  EXPECT_EQ(checked, 2 * 3 * 3 * 7 * static_cast<int>(1 + isas.size()));
 }
 
 }  // namespace

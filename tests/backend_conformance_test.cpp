@@ -28,10 +28,10 @@
 //     the cache stores them (fp16; Q8_0: d = max|x| / 127, q = round(x / d) per
 //     32 values of a position, a float32 scale), then the float bound applies.
 // Each test prints one `[ measure  ]` line per group with the worst error.
+// The plumbing is in backend_conformance.h; the MLX affine types' cases in
+// backend_conformance_mlx_test.cpp (float paths: no backend quantizes the
+// activations of an MLX matrix).
 #include <gtest/gtest.h>
-
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -52,6 +52,7 @@
 #include "backend/cpu/kernels.h"   // the scalar reference dequantizers (ground truth); the ISA for the log
 #include "format/quantize.h"  // the scalar reference quantizers
 #include "core/fp16.h"
+#include "backend_conformance.h"
 
 namespace laya {
 
@@ -60,167 +61,6 @@ namespace laya {
 [[maybe_unused]] static void PrintTo(DType t, std::ostream* os) { *os << dtype_name(t); }
 
 namespace {
-
-// ---- bounds ------------------------------------------------------------------------------------
-constexpr double kFloatTol = 1e-5;     // float32 arithmetic against double
-constexpr double kInt8ActTol = 5e-4;   // ~15-bit activations (packed Q8_0 / Q5_0 / Q4_K / Q6_K)
-constexpr double kExactTol = 1e-6;     // dequantization (get_rows), elementwise ops
-constexpr double kAttnTol = 1e-5;      // attention on the values the cache holds
-
-constexpr int kThreads = 2;
-
-// ---- plumbing ----------------------------------------------------------------------------------
-void must(const Status& st, const std::string& what) {
-  if (!st.ok()) throw std::runtime_error(what + ": " + st.to_string());
-}
-
-std::unique_ptr<Backend> make(const std::string& name, const ForwardLimits& lim) {
-  auto be = make_backend(name, BackendOptions{.n_threads = kThreads, .lock_memory = false, .on_prepare_progress = {}}, lim);
-  must(be.status(), "make_backend(" + name + ")");
-  return std::move(be).value();
-}
-
-// Why a backend this build has cannot run on this machine (the cuda backend
-// without a GPU: kUnsupported from make_backend), or empty when it can.
-std::string unavailable(const std::string& name) {
-  auto be = make_backend(name, BackendOptions{.n_threads = 1, .lock_memory = false, .on_prepare_progress = {}}, ForwardLimits{16, 16, 1, 1});
-  return be.ok() || be.status().code() != StatusCode::kUnsupported ? std::string() : be.status().message();
-}
-// Skips the test, naming the reason, where the backend cannot run here.
-#define SKIP_IF_UNAVAILABLE(name)                                        \
-  do {                                                                   \
-    if (const std::string why_ = unavailable(name); !why_.empty()) GTEST_SKIP() << why_; \
-  } while (0)
-
-Buffer alloc(Backend& be, size_t bytes, const char* what) {
-  auto b = be.alloc(bytes, what);
-  must(b.status(), std::string("alloc ") + what);
-  return std::move(b).value();
-}
-
-template <typename T>
-Buffer upload(Backend& be, const std::vector<T>& v, const char* what) {
-  Buffer b = alloc(be, std::max<size_t>(v.size() * sizeof(T), 1), what);
-  if (!v.empty()) must(be.upload(b.data(), v.data(), v.size() * sizeof(T)), std::string("upload ") + what);
-  return b;
-}
-
-template <typename T>
-std::vector<T> download(Backend& be, const void* src, size_t n) {
-  must(be.synchronize(), "synchronize");
-  std::vector<T> v(n);
-  must(be.download(v.data(), src, n * sizeof(T)), "download");
-  return v;
-}
-
-const char* isa() { return cpu::isa_name(cpu::active_isa()); }
-
-// Worst error per group of cases, and where it was; printed as one line each.
-class Measure {
- public:
-  explicit Measure(std::string what) : what_(std::move(what)) {}
-  ~Measure() {
-    for (const auto& [group, m] : groups_) {
-      std::printf("[ measure  ] %s %s: max rel err %.2e (bound %.0e) over %d cases, worst %s (isa %s)\n", what_.c_str(),
-                  group.c_str(), m.worst, m.bound, m.n, m.where.c_str(), isa());
-    }
-  }
-  // Records err for `group`; a failure names the case.
-  void add(const std::string& group, double err, double bound, const std::string& where) {
-    Group& g = groups_[group];
-    g.bound = bound;
-    ++g.n;
-    if (err > g.worst || g.n == 1) {
-      g.worst = err;
-      g.where = where;
-    }
-    EXPECT_LE(err, bound) << what_ << " " << group << ": " << where;
-  }
-
- private:
-  struct Group {
-    double worst = 0, bound = 0;
-    int n = 0;
-    std::string where;
-  };
-  std::string what_;
-  std::map<std::string, Group> groups_;
-};
-
-// max |got - ref| / max(max |ref|, floor); NaN anywhere is an infinite error.
-double rel_err(const std::vector<float>& got, const std::vector<double>& ref, double floor) {
-  if (got.size() != ref.size()) return INFINITY;
-  double num = 0, den = floor;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
-    num = std::max(num, std::fabs(got[i] - ref[i]));
-    den = std::max(den, std::fabs(ref[i]));
-  }
-  return num / (den > 0 ? den : 1e-30);
-}
-
-// ---- weights -----------------------------------------------------------------------------------
-// Bytes in a shared memory file mapping: like a model file's mapping, pages
-// given back by the backend (madvise DONTNEED) read back the same bytes.
-class Mapping {
- public:
-  explicit Mapping(size_t bytes) : n_(std::max<size_t>(bytes, 1)) {
-    const int fd = memfd_create("laya-conformance", 0);
-    if (fd < 0) throw std::runtime_error("memfd_create failed");
-    if (ftruncate(fd, static_cast<off_t>(n_)) != 0) {
-      close(fd);
-      throw std::runtime_error("ftruncate failed");
-    }
-    void* p = mmap(nullptr, n_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) throw std::runtime_error("mmap failed");
-    p_ = static_cast<uint8_t*>(p);
-  }
-  ~Mapping() { munmap(p_, n_); }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  uint8_t* data() const { return p_; }
-
- private:
-  size_t n_;
-  uint8_t* p_ = nullptr;
-};
-
-// Q4_1 / Q5_1 have no quantizer in the project (no file writer needs them):
-// ggml's reference rounding, min/max per block of 32.
-void quantize_row_q4_1(const float* x, void* y, int64_t n) {
-  auto* b = static_cast<BlockQ4_1*>(y);
-  for (int64_t i = 0; i < n / 32; ++i, x += 32) {
-    const float mn = *std::min_element(x, x + 32), mx = *std::max_element(x, x + 32);
-    const float d = (mx - mn) / 15.0f, id = d != 0 ? 1.0f / d : 0.0f;
-    b[i].d = f32_to_fp16(d);
-    b[i].m = f32_to_fp16(mn);
-    for (int j = 0; j < 16; ++j) {
-      const int q0 = std::min(15, static_cast<int>((x[j] - mn) * id + 0.5f));
-      const int q1 = std::min(15, static_cast<int>((x[j + 16] - mn) * id + 0.5f));
-      b[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
-    }
-  }
-}
-
-void quantize_row_q5_1(const float* x, void* y, int64_t n) {
-  auto* b = static_cast<BlockQ5_1*>(y);
-  for (int64_t i = 0; i < n / 32; ++i, x += 32) {
-    const float mn = *std::min_element(x, x + 32), mx = *std::max_element(x, x + 32);
-    const float d = (mx - mn) / 31.0f, id = d != 0 ? 1.0f / d : 0.0f;
-    b[i].d = f32_to_fp16(d);
-    b[i].m = f32_to_fp16(mn);
-    uint32_t qh = 0;
-    for (int j = 0; j < 16; ++j) {
-      const int q0 = std::min(31, static_cast<int>((x[j] - mn) * id + 0.5f));
-      const int q1 = std::min(31, static_cast<int>((x[j + 16] - mn) * id + 0.5f));
-      b[i].qs[j] = static_cast<uint8_t>((q0 & 15) | ((q1 & 15) << 4));
-      qh |= static_cast<uint32_t>((q0 >> 4) & 1) << j;
-      qh |= static_cast<uint32_t>((q1 >> 4) & 1) << (j + 16);
-    }
-    std::memcpy(b[i].qh, &qh, 4);
-  }
-}
 
 const std::vector<DType>& weight_types() {
   static const std::vector<DType> t = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q4_1,
@@ -233,108 +73,6 @@ bool int8_activation_type(DType t) {
   return t == DType::Q8_0 || t == DType::Q5_0 || t == DType::Q4_K || t == DType::Q6_K;
 }
 
-struct Weight {
-  std::unique_ptr<Mapping> map;
-  Tensor t;
-  std::vector<float> deq;  // rows × cols: the scalar reference's dequantization
-  int64_t rows() const { return t.rows(); }
-  int64_t cols() const { return t.cols(); }
-  const float* row(int64_t r) const { return deq.data() + r * cols(); }
-};
-
-// A random (rows, cols) matrix of `type`: rows of different scales, a few
-// outliers (so block scales differ), quantized by the reference quantizers.
-std::unique_ptr<Weight> random_weight(DType type, int64_t rows, int64_t cols, std::mt19937& rng, const std::string& name) {
-  std::normal_distribution<float> nd(0.f, 1.f);
-  std::uniform_real_distribution<float> scale(0.02f, 0.2f);
-  std::uniform_int_distribution<int> pick(0, 63);
-  auto w = std::make_unique<Weight>();
-  const size_t rb = row_bytes(type, cols), bytes = rb * static_cast<size_t>(rows);
-  w->map = std::make_unique<Mapping>(bytes);
-  std::vector<float> src(static_cast<size_t>(cols));
-  for (int64_t r = 0; r < rows; ++r) {
-    const float s = scale(rng);
-    for (auto& v : src) v = nd(rng) * s * (pick(rng) == 0 ? 4.f : 1.f);
-    uint8_t* dst = w->map->data() + static_cast<size_t>(r) * rb;
-    if (type == DType::Q4_1) {
-      quantize_row_q4_1(src.data(), dst, cols);
-    } else if (type == DType::Q5_1) {
-      quantize_row_q5_1(src.data(), dst, cols);
-    } else {
-      if (!can_quantize(type)) throw std::runtime_error(std::string("no quantizer for ") + dtype_name(type));
-      quantize_row(type, src.data(), dst, cols);
-    }
-  }
-  w->t.name = name;
-  w->t.type = type;
-  w->t.n_dims = 2;
-  w->t.ne[0] = cols;
-  w->t.ne[1] = rows;
-  w->t.data = w->map->data();
-  w->t.nbytes = bytes;
-  const cpu::KernelTable& ref = *cpu::kernels_for(cpu::Isa::kScalar);
-  const cpu::DequantizeRowFn deq = ref.dequantize_row[static_cast<uint32_t>(type)];
-  if (!deq) throw std::runtime_error(std::string("no reference dequantizer for ") + dtype_name(type));
-  w->deq.resize(static_cast<size_t>(rows * cols));
-  for (int64_t r = 0; r < rows; ++r) deq(w->t.row(r), w->deq.data() + r * cols, cols);
-  return w;
-}
-
-// An F32 vector tensor (norm weight, bias).
-std::unique_ptr<Weight> random_vector(int64_t n, std::mt19937& rng, const std::string& name) {
-  std::normal_distribution<float> nd(0.f, 1.f);
-  auto w = std::make_unique<Weight>();
-  w->map = std::make_unique<Mapping>(static_cast<size_t>(n) * 4);
-  w->deq.resize(static_cast<size_t>(n));
-  for (auto& v : w->deq) v = 1.0f + 0.3f * nd(rng);
-  std::memcpy(w->map->data(), w->deq.data(), static_cast<size_t>(n) * 4);
-  w->t.name = name;
-  w->t.type = DType::F32;
-  w->t.n_dims = 1;
-  w->t.ne[0] = n;
-  w->t.data = w->map->data();
-  w->t.nbytes = static_cast<size_t>(n) * 4;
-  return w;
-}
-
-std::vector<float> random_floats(size_t n, std::mt19937& rng, float sd = 1.f) {
-  std::normal_distribution<float> nd(0.f, sd);
-  std::vector<float> v(n);
-  for (auto& x : v) x = nd(rng);
-  return v;
-}
-
-// y (n_tok, rows) = x · wᵀ in double, and the typical magnitude of one output
-// (mean Σ|w x| / sqrt(cols)) as the metric's floor.
-struct MatmulRef {
-  std::vector<double> y;
-  double floor = 0;
-};
-MatmulRef matmul_ref(const Weight& w, const std::vector<float>& x, int64_t n_tok) {
-  const int64_t rows = w.rows(), cols = w.cols();
-  MatmulRef r;
-  r.y.resize(static_cast<size_t>(n_tok * rows));
-  double mag = 0;
-  for (int64_t t = 0; t < n_tok; ++t) {
-    const float* xt = x.data() + t * cols;
-    for (int64_t i = 0; i < rows; ++i) {
-      const float* wr = w.row(i);
-      double s = 0, a = 0;
-      for (int64_t k = 0; k < cols; ++k) {
-        s += static_cast<double>(wr[k]) * xt[k];
-        a += std::fabs(static_cast<double>(wr[k]) * xt[k]);
-      }
-      r.y[static_cast<size_t>(t * rows + i)] = s;
-      mag += a;
-    }
-  }
-  r.floor = mag / static_cast<double>(n_tok * rows) / std::sqrt(static_cast<double>(cols));
-  return r;
-}
-
-std::string shape(const Weight& w, int64_t n_tok) {
-  return fmt::format("{} rows {} cols {} n_tok {}", dtype_name(w.t.type), w.rows(), w.cols(), n_tok);
-}
 
 // ---- the suites --------------------------------------------------------------------------------
 class BackendConformance : public ::testing::TestWithParam<std::string> {};
@@ -697,7 +435,7 @@ TEST_P(BackendConformance, NormBiasAddRope) {
 // The families' elementwise ops (granite's scale, gemma's gelu and mul,
 // starcoder2's layer_norm with a bias) against double-precision formulas, at
 // odd lengths and offsets, rows with a large mean (LayerNorm subtracts it).
-TEST_P(BackendConformance, ScaleMulGeluLayerNorm) {
+TEST_P(BackendConformance, ScaleMulGeluSoftcapLayerNorm) {
   SKIP_IF_UNAVAILABLE(GetParam());
   const std::string backend = GetParam();
   std::mt19937 rng(23);
@@ -737,6 +475,15 @@ TEST_P(BackendConformance, ScaleMulGeluLayerNorm) {
       want3[static_cast<size_t>(i)] = 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
     }
     m.add("gelu", rel_err(got, want3, 0), kExactTol, fmt::format("n {} at offset 1", n));
+
+    // Gemma 2's logit soft-capping: y = cap * tanh(y / cap), on values past the cap too.
+    auto y1 = random_floats(static_cast<size_t>(n + 2), rng, 20.f);
+    Buffer sd = upload(*be, y1, "softcap");
+    must(be->softcap(sd.as<float>() + 1, n, 8.0f), "softcap");
+    got = download<float>(*be, sd.data(), y1.size());
+    std::vector<double> want4(y1.begin(), y1.end());
+    for (int64_t i = 1; i <= n; ++i) want4[static_cast<size_t>(i)] = 8.0 * std::tanh(y1[static_cast<size_t>(i)] / 8.0);
+    m.add("softcap", rel_err(got, want4, 0), kExactTol, fmt::format("n {} at offset 1", n));
   }
   for (int64_t n : lens) {
     for (int64_t n_rows : {1, 3, 17}) {
@@ -780,25 +527,28 @@ void cache_round(DType type, float* x, int64_t hd) {
 
 // Plain softmax attention in double of one query token (n_head heads at q)
 // over positions [0, n_kv) of k and v (rows of n_head_kv * head_dim), into
-// want (n_head * head_dim).
+// want (n_head * head_dim); with s.window, over the last s.window positions
+// only, with s.softcap, scores capped to softcap * tanh(score / softcap).
 void attention_ref(const float* q, const std::vector<float>& k, const std::vector<float>& v, int64_t n_kv,
                    const AttentionShape& s, double* want) {
   const int64_t hd = s.head_dim, kvd = s.n_head_kv * hd, group = s.n_head / s.n_head_kv;
+  const int64_t first = s.window > 0 && n_kv > s.window ? n_kv - s.window : 0;
   for (int64_t h = 0; h < s.n_head; ++h) {
     const int64_t g = h / group;
     const float* qh = q + h * hd;
-    std::vector<double> sc(static_cast<size_t>(n_kv));
+    std::vector<double> sc(static_cast<size_t>(n_kv), -INFINITY);
     double mx = -INFINITY, sum = 0;
-    for (int64_t j = 0; j < n_kv; ++j) {
+    for (int64_t j = first; j < n_kv; ++j) {
       double d = 0;
       for (int64_t i = 0; i < hd; ++i) d += static_cast<double>(qh[i]) * k[static_cast<size_t>(j * kvd + g * hd + i)];
-      sc[static_cast<size_t>(j)] = d * s.scale;
+      d *= s.scale;
+      sc[static_cast<size_t>(j)] = s.softcap > 0 ? s.softcap * std::tanh(d / s.softcap) : d;
       mx = std::max(mx, sc[static_cast<size_t>(j)]);
     }
     for (auto& e : sc) sum += (e = std::exp(e - mx));
     for (int64_t i = 0; i < hd; ++i) {
       double o = 0;
-      for (int64_t j = 0; j < n_kv; ++j) o += sc[static_cast<size_t>(j)] * v[static_cast<size_t>(j * kvd + g * hd + i)];
+      for (int64_t j = first; j < n_kv; ++j) o += sc[static_cast<size_t>(j)] * v[static_cast<size_t>(j * kvd + g * hd + i)];
       want[h * hd + i] = o / sum;
     }
   }
@@ -945,6 +695,73 @@ TEST_P(BackendConformance, DecodeStepsAcrossContextLengths) {
       std::vector<double> want(got.size());
       attention_ref(q.data(), k, v, pos + 1, s, want.data());
       m.add(fmt::format("decode attention {} cache", dtype_name(c.type)), rel_err(got, want, 0), kAttnTol, where);
+    }
+  }
+}
+
+// A sliding window and soft-capped scores (Gemma 2's local layers), for
+// every cache type: a prefill's queries, whose windows start at different
+// positions of a 16-position K block, and decode steps as the engine issues
+// them (a CUDA step's window follows the position it uploads on replay),
+// against the plain attention over each query's last `window` positions.
+TEST_P(BackendConformance, WindowedSoftcappedAttention) {
+  SKIP_IF_UNAVAILABLE(GetParam());
+  const std::string backend = GetParam();
+  std::mt19937 rng(37);
+  Measure m(backend);
+  const int64_t n_pos = 90, n_head_kv = 2, n_layer = 1, hd = 64, block_pos = 16;
+  for (DType type : {DType::F32, DType::F16, DType::Q8_0}) {
+    for (const auto& [window, softcap] : {std::pair{int64_t{16}, 0.0f}, std::pair{int64_t{23}, 2.5f},
+                                          std::pair{int64_t{40}, 50.0f}}) {
+      const int group = window == 23 ? 4 : 1;
+      std::unique_ptr<Backend> be = make(backend, ForwardLimits{kMaxCols, 128, 8, kMaxBatch});
+      must(be->prepare_weights({}, {}), "prepare_weights");
+      const KvLayout L{n_layer, n_head_kv, hd, type, block_pos};
+      const int64_t n_head = n_head_kv * group, kvd = n_head_kv * hd, qd = n_head * hd;
+      const int64_t n_blocks = (n_pos + block_pos - 1) / block_pos;
+      std::vector<int32_t> ids(static_cast<size_t>(n_blocks));
+      std::iota(ids.begin(), ids.end(), 0);
+      std::shuffle(ids.begin(), ids.end(), rng);
+      Buffer pool = upload(*be, std::vector<uint8_t>(static_cast<size_t>(n_blocks) * L.block_bytes(), 0xFF), "kv pool");
+      const KvLayerView kv{&L, pool.as<uint8_t>(), ids.data(), n_blocks, 0};
+      auto k = random_floats(static_cast<size_t>(n_pos * kvd), rng, 2.f);
+      auto v = random_floats(static_cast<size_t>(n_pos * kvd), rng);
+      Buffer kd = upload(*be, k, "k"), vd = upload(*be, v, "v");
+      must(be->kv_store(kv, kd.as<float>(), vd.as<float>(), n_pos, 0), "kv_store");
+      for (int64_t p = 0; p < n_pos; ++p)
+        for (int64_t g = 0; g < n_head_kv; ++g) {
+          cache_round(type, k.data() + p * kvd + g * hd, hd);
+          cache_round(type, v.data() + p * kvd + g * hd, hd);
+        }
+      AttentionShape s{n_head, n_head_kv, hd, 1.0f / std::sqrt(static_cast<float>(hd))};
+      s.window = window;
+      s.softcap = softcap;
+      const std::string where = fmt::format("{} window {} softcap {} group {}", dtype_name(type), window, softcap, group);
+      // A prefill of 17 queries from position 50: windows start at 11 ... 43 - window + 1.
+      const int64_t pos0 = 50, n_tok = 17;
+      const auto q = random_floats(static_cast<size_t>(n_tok * qd), rng, 3.f);
+      Buffer qdv = upload(*be, q, "q"), od = alloc(*be, static_cast<size_t>(n_tok * qd) * 4, "out");
+      must(be->attention(kv, qdv.as<float>(), n_tok, pos0, s, od.as<float>()), "attention " + where);
+      auto got = download<float>(*be, od.data(), static_cast<size_t>(n_tok * qd));
+      std::vector<double> want(got.size());
+      for (int64_t t = 0; t < n_tok; ++t) attention_ref(q.data() + t * qd, k, v, pos0 + t + 1, s, want.data() + t * qd);
+      m.add(fmt::format("windowed prefill {} cache", dtype_name(type)), rel_err(got, want, 0), kAttnTol, where);
+      // Decode steps: captured at the first, replayed at the others.
+      for (const int64_t pos : {int64_t{20}, int64_t{89}, int64_t{5}, int64_t{60}}) {
+        const auto q1 = random_floats(static_cast<size_t>(qd), rng, 3.f);
+        must(be->upload(qdv.data(), q1.data(), q1.size() * 4), "upload q");
+        bool replayed = false;
+        must(be->step_begin(kv, 0, pos, od.as<float>(), &replayed), "step_begin " + where);
+        if (!replayed) {
+          must(be->attention(kv, qdv.as<float>(), 1, pos, s, od.as<float>()), "attention " + where);
+          must(be->step_end(true), "step_end " + where);
+        }
+        got = download<float>(*be, od.data(), static_cast<size_t>(qd));
+        want.assign(got.size(), 0.0);
+        attention_ref(q1.data(), k, v, pos + 1, s, want.data());
+        m.add(fmt::format("windowed decode {} cache", dtype_name(type)), rel_err(got, want, 0), kAttnTol,
+              fmt::format("{} pos {}", where, pos));
+      }
     }
   }
 }

@@ -27,7 +27,7 @@ CudaTuning parse(const std::map<std::string, std::string>& env) {
 TEST(BackendOptions, CudaTuningWithoutVariablesIsTheDefault) {
   const CudaTuning d;
   EXPECT_EQ(parse({}), d);
-  EXPECT_TRUE(d.graphs && d.pinned && d.chained && d.stream && d.stream_deep);
+  EXPECT_TRUE(d.graphs && d.pinned && d.chained && d.stream && d.stream_deep && d.persistent);
   EXPECT_FALSE(d.prefetch);
   EXPECT_EQ(d.attn_split, 0);
   EXPECT_EQ(d.rows_per_warp, 0);
@@ -38,7 +38,7 @@ TEST(BackendOptions, CudaTuningSwitchesTurnOffOnlyAtZero) {
   const std::pair<const char*, bool CudaTuning::*> switches[] = {
       {"LAYA_CUDA_GRAPHS", &CudaTuning::graphs}, {"LAYA_CUDA_PINNED", &CudaTuning::pinned},
       {"LAYA_CUDA_PDL", &CudaTuning::chained},   {"LAYA_CUDA_STREAM", &CudaTuning::stream},
-      {"LAYA_CUDA_STREAM_DEEP", &CudaTuning::stream_deep}};
+      {"LAYA_CUDA_STREAM_DEEP", &CudaTuning::stream_deep}, {"LAYA_CUDA_PERSISTENT", &CudaTuning::persistent}};
   for (const auto& [name, field] : switches) {
     EXPECT_FALSE(parse({{name, "0"}}).*field) << name;
     EXPECT_TRUE(parse({{name, "1"}}).*field) << name;

@@ -180,6 +180,12 @@ void load_and_run(const std::string& preset, MkType type) {
   EXPECT_EQ(h.head_dim, p->head_dim);
   EXPECT_EQ(h.n_ff, p->n_ff);
   EXPECT_EQ(h.n_vocab, p->n_vocab);
+  if (p->embd_scale > 0) {  // Granite's multipliers read back as written
+    EXPECT_FLOAT_EQ(h.embd_scale, p->embd_scale);
+    EXPECT_FLOAT_EQ(h.residual_scale, p->residual_scale);
+    EXPECT_FLOAT_EQ(h.attn_scale, p->attn_scale);
+    EXPECT_FLOAT_EQ(h.logit_scale, p->logit_scale);
+  }
   EXPECT_EQ(h.n_ctx_train, p->n_ctx);
   EXPECT_EQ(h.tied_embeddings, p->tied);
   EXPECT_FLOAT_EQ(h.rms_eps, p->rms_eps);
@@ -233,6 +239,181 @@ TEST(MkmodelTiny, Phi3FusedQ4_K_M) { load_and_run("test-tiny-phi3", MkType::kQ4_
 TEST(MkmodelTiny, GraniteQ8_0) { load_and_run("test-tiny-granite", MkType::kQ8_0); }
 TEST(MkmodelTiny, Starcoder2BiasesQ8_0) { load_and_run("test-tiny-starcoder2", MkType::kQ8_0); }
 TEST(MkmodelTiny, GemmaQ4_K_M) { load_and_run("test-tiny-gemma", MkType::kQ4_K_M); }
+
+// A Result's value, or `d` where it is an error.
+template <typename T>
+T or_default(Result<T> r, T d) {
+  return r.ok() ? std::move(r).value() : d;
+}
+
+// What llama.cpp's loader needs of each family's file (src/models/<arch>.cpp's load_arch_hparams
+// and load_arch_tensors, src/llama-model.cpp's load_hparams and create_tensor_qkv,
+// src/llama-vocab.cpp), written out here by hand from its source so that a change of laya's
+// tables cannot agree with itself: the keys it requires, the tensors it creates (a required one
+// missing, a file tensor it does not create, or another shape is a load error there), and a
+// tokenizer it accepts. llama.cpp's shapes are ne (row length first), as GGUF's.
+struct LlamaCppTensor {
+  std::string name;
+  bool required;
+  std::vector<int64_t> ne;
+};
+
+std::vector<LlamaCppTensor> llama_cpp_tensors(const ModelPreset& p) {
+  const int64_t E = p.n_embd, V = p.n_vocab, F = p.n_ff, Q = p.n_head * p.head_dim, KV = p.n_head_kv * p.head_dim;
+  const std::string& a = p.arch;
+  std::vector<LlamaCppTensor> t = {{"token_embd.weight", true, {E, V}}, {"output_norm.weight", true, {E}}};
+  if (a != "gemma") t.push_back({"output.weight", false, {E, V}});  // gemma: always token_embd
+  if (a == "starcoder2") t.push_back({"output_norm.bias", true, {E}});
+  // phi3 and starcoder2 size q and the attention output with n_embd, granite and gemma with n_head * head_dim.
+  const int64_t q = a == "phi3" || a == "starcoder2" ? E : Q;
+  for (int64_t il = 0; il < p.n_layer; ++il) {
+    const std::string b = "blk." + std::to_string(il) + ".";
+    auto add = [&](const std::string& n, bool req, std::vector<int64_t> ne) { t.push_back({b + n, req, std::move(ne)}); };
+    add("attn_norm.weight", true, {E});
+    add("ffn_norm.weight", true, {E});
+    // create_tensor_qkv: attn_qkv (+ bias) when present, else q/k/v (required unless phi3) with optional biases.
+    add("attn_qkv.weight", false, {E, q + 2 * KV});
+    add("attn_qkv.bias", false, {q + 2 * KV});
+    const bool qkv_req = a != "phi3";
+    add("attn_q.weight", qkv_req, {E, q});
+    add("attn_k.weight", qkv_req, {E, KV});
+    add("attn_v.weight", qkv_req, {E, KV});
+    add("attn_q.bias", false, {q});
+    add("attn_k.bias", false, {KV});
+    add("attn_v.bias", false, {KV});
+    add("attn_output.weight", true, {q, E});
+    add("ffn_down.weight", true, {F, E});
+    if (a == "phi3") {
+      add("ffn_up.weight", true, {E, 2 * F});  // gate and up, fused
+    } else {
+      add("ffn_up.weight", true, {E, F});
+    }
+    if (a == "granite" || a == "gemma") add("ffn_gate.weight", true, {E, F});
+    if (a == "granite") {
+      add("attn_output.bias", false, {E});
+      add("ffn_gate.bias", false, {F});
+      add("ffn_down.bias", false, {E});
+      add("ffn_up.bias", false, {F});
+    }
+    if (a == "starcoder2") {
+      add("attn_norm.bias", true, {E});
+      add("ffn_norm.bias", true, {E});
+      add("attn_output.bias", true, {E});
+      add("ffn_down.bias", true, {E});
+      add("ffn_up.bias", true, {F});
+    }
+  }
+  return t;
+}
+
+// The pre-tokenizer names llama.cpp's llama_vocab::impl::load accepts for a "gpt2" (BPE)
+// tokenizer, of those mkmodel writes (any other name is "unknown pre-tokenizer type").
+const std::set<std::string> kLlamaCppPre = {"default", "llama-bpe", "llama3", "qwen2", "smollm", "starcoder", "refact"};
+
+void check_llama_cpp_can_load(const std::string& preset_name) {
+  SCOPED_TRACE(preset_name);
+  const ModelPreset* p = find_preset(preset_name);
+  ASSERT_NE(p, nullptr);
+  TempFile tf(preset_name + "-llamacpp.gguf");
+  MkModelOptions opt;
+  opt.type = MkType::kQ8_0;
+  ASSERT_TRUE(make_random_model(*p, opt, tf.path).ok());
+  auto fr = gguf::File::open(tf.path);
+  ASSERT_TRUE(fr.ok()) << fr.status().to_string();
+  const gguf::File& f = **fr;
+  const std::string a = p->arch + ".";
+  EXPECT_EQ(f.get_string("general.architecture").value(), p->arch);
+  // llama_model_base::load_hparams: required; the rest of what it reads has defaults.
+  for (const char* k : {"context_length", "embedding_length", "block_count"}) EXPECT_TRUE(f.get_int(a + k).ok()) << a << k;
+  EXPECT_EQ(f.get_int(a + "block_count").value(), p->n_layer);
+  EXPECT_EQ(f.get_int(a + "embedding_length").value(), p->n_embd);
+  EXPECT_EQ(f.get_int(a + "feed_forward_length").value(), p->n_ff);
+  EXPECT_EQ(f.get_int(a + "attention.head_count").value(), p->n_head);
+  EXPECT_EQ(f.get_int(a + "attention.head_count_kv").value(), p->n_head_kv);
+  // n_embd_head_k defaults to n_embd / n_head; key_length says otherwise. n_rot (rope.dimension_count)
+  // must equal it for starcoder2 and granite (GGML_ASSERT in their graphs).
+  const int64_t head_k = or_default(f.get_int(a + "attention.key_length"), p->n_embd / p->n_head);
+  EXPECT_EQ(head_k, p->head_dim);
+  EXPECT_EQ(or_default(f.get_int(a + "rope.dimension_count"), head_k), p->head_dim);
+  // load_arch_hparams: each family's required keys.
+  EXPECT_TRUE(f.get_float(a + (p->arch == "starcoder2" ? "attention.layer_norm_epsilon"
+                                                       : "attention.layer_norm_rms_epsilon")).ok());
+  if (p->arch == "granite") {
+    EXPECT_TRUE(f.get_float(a + "logit_scale").ok()) << "llama.cpp's granite loader requires granite.logit_scale";
+    for (const char* k : {"embedding_scale", "residual_scale", "attention.scale"}) EXPECT_TRUE(f.get_float(a + k).ok()) << k;
+  }
+  // The vocabulary: a tokenizer model it knows, a pre-tokenizer it accepts, merges for BPE, one
+  // token (and type) per embedding row.
+  const std::string model = or_default(f.get_string("tokenizer.ggml.model"), std::string());
+  ASSERT_TRUE(model == "gpt2" || model == "llama") << model;
+  if (model == "gpt2") {
+    EXPECT_TRUE(kLlamaCppPre.count(or_default(f.get_string("tokenizer.ggml.pre"), std::string()))) << or_default(f.get_string("tokenizer.ggml.pre"), std::string());
+    auto merges = f.get_string_array("tokenizer.ggml.merges");
+    ASSERT_TRUE(merges.ok());
+    for (std::string_view m : **merges) EXPECT_NE(m.find(' ', 1), std::string_view::npos) << m;
+  }
+  auto tokens = f.get_string_array("tokenizer.ggml.tokens");
+  ASSERT_TRUE(tokens.ok());
+  EXPECT_EQ(static_cast<int64_t>((*tokens)->size()), p->n_vocab);
+  // Distinct texts: llama.cpp asserts one id per token text (GGML_ASSERT in llama_vocab::impl::load).
+  EXPECT_EQ(std::set<std::string_view>((*tokens)->begin(), (*tokens)->end()).size(), (*tokens)->size());
+  auto types = f.get_numeric_array("tokenizer.ggml.token_type");
+  ASSERT_TRUE(types.ok());
+  EXPECT_EQ((*types)->count, (*tokens)->size());
+  for (const char* k : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"}) {
+    auto id = f.get_int(k);
+    if (id.ok()) EXPECT_LT(*id, p->n_vocab) << k;
+  }
+  // Tensors: every required one there in llama.cpp's shape, and nothing it would not create.
+  std::map<std::string, const gguf::TensorInfo*> in_file;
+  for (const auto& t : f.tensors()) in_file[t.name] = &t;
+  std::set<std::string> created;
+  for (const LlamaCppTensor& t : llama_cpp_tensors(*p)) {
+    auto it = in_file.find(t.name);
+    if (it == in_file.end()) {
+      EXPECT_FALSE(t.required) << "llama.cpp requires " << t.name;
+      continue;
+    }
+    created.insert(t.name);
+    const gguf::TensorInfo& ti = *it->second;
+    ASSERT_EQ(ti.n_dims, static_cast<int>(t.ne.size())) << t.name;
+    for (size_t d = 0; d < t.ne.size(); ++d) EXPECT_EQ(ti.ne[d], t.ne[d]) << t.name << " dim " << d;
+  }
+  for (const auto& [name, ti] : in_file) EXPECT_TRUE(created.count(name)) << "llama.cpp creates no tensor " << name;
+  // phi3: q/k/v are optional one by one, but a layer needs them or attn_qkv.
+  for (int64_t il = 0; il < p->n_layer; ++il) {
+    const std::string b = "blk." + std::to_string(il) + ".";
+    EXPECT_TRUE(in_file.count(b + "attn_qkv.weight") || in_file.count(b + "attn_q.weight")) << b;
+  }
+}
+
+TEST(MkmodelLlamaCpp, TinyFamiliesHaveWhatItsLoaderNeeds) {
+  for (const char* fam : {"phi3", "granite", "starcoder2", "gemma"}) check_llama_cpp_can_load(std::string("test-tiny-") + fam);
+}
+
+// The benchmark presets' metadata and tensor table (as plan_tensors gives them, no file written):
+// the same checks on the shapes `laya bench` compares with llama.cpp at ~0.5 B.
+TEST(MkmodelLlamaCpp, HalfBillionPresetsMatchItsTensorTable) {
+  for (const char* name : {"phi3-0.5b", "granite-0.5b", "starcoder2-0.5b", "gemma-0.5b"}) {
+    SCOPED_TRACE(name);
+    const ModelPreset* p = find_preset(name);
+    ASSERT_NE(p, nullptr);
+    std::map<std::string, std::vector<int64_t>> plan;
+    for (const auto& t : plan_tensors(*p, MkType::kQ8_0)) plan[t.name] = t.ne;
+    std::set<std::string> created;
+    for (const LlamaCppTensor& t : llama_cpp_tensors(*p)) {
+      auto it = plan.find(t.name);
+      if (it == plan.end()) {
+        EXPECT_FALSE(t.required) << "llama.cpp requires " << t.name;
+        continue;
+      }
+      created.insert(t.name);
+      EXPECT_EQ(it->second, t.ne) << t.name;
+    }
+    for (const auto& [n, ne] : plan) EXPECT_TRUE(created.count(n)) << "llama.cpp creates no tensor " << n;
+    if (p->arch == "granite") EXPECT_GT(p->logit_scale, 0.0f) << "llama.cpp's granite loader requires logit_scale";
+  }
+}
 
 TEST(MkmodelTiny, SameSeedSameBytes) {
   const ModelPreset* p = find_preset("test-tiny");

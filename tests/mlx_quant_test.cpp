@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -196,7 +197,8 @@ std::vector<std::vector<int32_t>> prompts(const std::string& fx) {
   return j["prompts"].get<std::vector<std::vector<int32_t>>>();
 }
 
-// Logits at every position of every prompt.
+// Logits at every position of every prompt. LAYA_TEST_BACKEND=cuda runs the
+// folders through another backend (same tolerances), as the model logits tests do.
 std::vector<float> run(const std::string& path, const std::vector<std::vector<int32_t>>& ps) {
   auto m = Model::load(path);
   EXPECT_TRUE(m.ok()) << m.status().to_string();
@@ -204,6 +206,7 @@ std::vector<float> run(const std::string& path, const std::vector<std::vector<in
   EngineOptions eo;
   eo.n_threads = 2;
   eo.n_ctx = 512;
+  if (const char* b = std::getenv("LAYA_TEST_BACKEND"); b && *b) eo.backend = b;
   auto e = Engine::create(std::move(m).value(), eo);
   EXPECT_TRUE(e.ok()) << e.status().to_string();
   if (!e.ok()) return {};

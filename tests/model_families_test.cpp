@@ -23,6 +23,7 @@
 #include "session/session.h"
 #include "logits_check.h"
 #include "test_util.h"
+#include "gguf_writer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace laya {
@@ -136,7 +137,8 @@ TEST_P(FamilyLogits, TokenizerMatchesTransformers) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, FamilyLogits, ::testing::Values("phi3", "granite", "starcoder2", "gemma"));
+INSTANTIATE_TEST_SUITE_P(Families, FamilyLogits,
+                         ::testing::Values("phi3", "granite", "starcoder2", "gemma", "gemma2", "gemma3"));
 
 // A session on each family's tiny model: where the vocabulary has the FIM
 // markers (StarCoder2 and Granite "<fim_prefix>", CodeGemma "<|fim_prefix|>")
@@ -146,7 +148,7 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyLogits, ::testing::Values("phi3", "gran
 TEST(FamilyFim, SessionsUseTheFamilysMarkers) {
   struct Want { const char* fam; const char* pre; };
   const Want wants[] = {{"starcoder2", "<fim_prefix>"}, {"granite", "<fim_prefix>"}, {"gemma", "<|fim_prefix|>"},
-                        {"phi3", nullptr}};
+                        {"gemma2", "<|fim_prefix|>"}, {"gemma3", "<|fim_prefix|>"}, {"phi3", nullptr}};
   const std::string before = "def area(r):\n    return ", after = "\n\nprint(area(2.0))\n";
   for (const Want& w : wants) {
     SCOPED_TRACE(w.fam);
@@ -214,9 +216,9 @@ TEST(FamilyVariants, RefusedByName) {
   fs::remove_all(dir);
 }
 
-// A sliding window (Phi-3 mini's 2047, StarCoder2's 4096) stops the context
-// there: past it laya would attend to positions the model never saw.
-TEST(FamilyVariants, SlidingWindowCapsTheContext) {
+// A sliding window (Phi-3 mini's 2047, StarCoder2's 4096) no longer stops
+// the context: every layer reads its last sliding_window positions.
+TEST(FamilyVariants, SlidingWindowKeepsTheContext) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("laya_family_window_" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -226,14 +228,161 @@ TEST(FamilyVariants, SlidingWindowCapsTheContext) {
   fs::copy_file(family_dir("starcoder2") + "/hf/model.safetensors", dir / "model.safetensors");
   auto m = Model::load(dir.string());
   ASSERT_TRUE(m.ok()) << m.status().to_string();
-  EXPECT_EQ((*m)->hparams().sliding_window, 48);
+  const HParams& h = (*m)->hparams();
+  EXPECT_EQ(h.sliding_window, 48);
+  EXPECT_EQ(h.window(0), 48);
+  EXPECT_EQ(h.window(h.n_layer - 1), 48);
   EngineOptions eo;
   eo.n_threads = 1;
   eo.n_ctx = 256;
   auto e = Engine::create(std::shared_ptr<const Model>(std::move(m).value()), eo);
   ASSERT_TRUE(e.ok()) << e.status().to_string();
-  EXPECT_EQ((*e)->options().n_ctx, 48);
-  EXPECT_EQ((*e)->new_sequence()->n_ctx(), 48);
+  EXPECT_EQ((*e)->options().n_ctx, 256);
+  EXPECT_EQ((*e)->new_sequence()->n_ctx(), 256);
+  fs::remove_all(dir);
+}
+
+// What Gemma 2 and 3 read beside the Llama block, from the fixtures' GGUF
+// files and folders (transformers 5's config.json: layer_types,
+// rope_parameters per layer type) and from a transformers 4 config.json of
+// the same model (sliding_window_pattern, rope_local_base_freq, rope_scaling).
+void expect_gemma_attention(const HParams& h, const std::string& fam, const std::string& what) {
+  SCOPED_TRACE(fam + " " + what);
+  EXPECT_EQ(h.sliding_window, 16);
+  // query_pre_attn_scalar = head_dim: said in config.json, GGUF's default (0).
+  EXPECT_FLOAT_EQ(h.attn_scale > 0 ? h.attn_scale : 1.0f / std::sqrt(static_cast<float>(h.head_dim)),
+                  1.0f / std::sqrt(32.0f));
+  for (int64_t il = 0; il < h.n_layer; ++il) {
+    const bool local = fam == "gemma2" ? il % 2 == 0 : il % 6 != 5;
+    EXPECT_EQ(h.window(il), local ? 16 : 0) << "layer " << il;
+  }
+  if (fam == "gemma2") {
+    EXPECT_EQ(h.attn_softcap, 5.0f);
+    EXPECT_EQ(h.final_softcap, 8.0f);
+    EXPECT_EQ(h.rope_theta_local, 0.0);  // one RoPE table
+    EXPECT_TRUE(h.rope_freq_factors.empty());
+  } else {
+    EXPECT_EQ(h.attn_softcap, 0.0f);
+    EXPECT_EQ(h.final_softcap, 0.0f);
+    EXPECT_EQ(h.rope_theta, 1e6);
+    EXPECT_EQ(h.rope_theta_local, 10000.0);
+    EXPECT_TRUE(h.rope_freq_factors.empty());
+  }
+}
+
+TEST(FamilyVariants, GemmaAttentionParameters) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("laya_family_gemma_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  for (const std::string fam : {"gemma2", "gemma3"}) {
+    for (const std::string& file : {std::string("/hf"), "/" + fam + "-f16.gguf"}) {
+      auto m = Model::load(family_dir(fam) + file);
+      ASSERT_TRUE(m.ok()) << m.status().to_string();
+      expect_gemma_attention((*m)->hparams(), fam, file);
+    }
+    // The same model as transformers 4 wrote it.
+    auto cfg = nlohmann::json::parse(test::read_text_file(family_dir(fam) + "/hf/config.json"));
+    cfg.erase("layer_types");
+    cfg.erase("rope_parameters");
+    if (fam == "gemma2") {
+      cfg["rope_theta"] = 10000.0;
+    } else {
+      cfg["sliding_window_pattern"] = 6;
+      cfg["rope_theta"] = 1e6;
+      cfg["rope_local_base_freq"] = 10000.0;
+    }
+    std::ofstream(dir / "config.json") << cfg.dump();
+    fs::copy_file(family_dir(fam) + "/hf/model.safetensors", dir / "model.safetensors",
+                  fs::copy_options::overwrite_existing);
+    auto m = Model::load(dir.string());
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    expect_gemma_attention((*m)->hparams(), fam, "transformers 4 config");
+    // Gemma 2 27B's query_pre_attn_scalar (n_embd / n_head = 144, not head_dim).
+    cfg["query_pre_attn_scalar"] = 144;
+    std::ofstream(dir / "config.json") << cfg.dump();
+    auto m27 = Model::load(dir.string());
+    ASSERT_TRUE(m27.ok()) << m27.status().to_string();
+    EXPECT_FLOAT_EQ((*m27)->hparams().attn_scale, 1.0f / 12.0f);
+  }
+  // Gemma 3 4B-27B's linear RoPE scaling, the global layers' only (the
+  // engine's local table is made without rope_freq_factors), in both forms.
+  auto cfg = nlohmann::json::parse(test::read_text_file(family_dir("gemma3") + "/hf/config.json"));
+  cfg["rope_parameters"]["full_attention"] = {{"rope_type", "linear"}, {"factor", 8.0}, {"rope_theta", 1e6}};
+  nlohmann::json old = cfg;
+  old.erase("rope_parameters");
+  old["rope_theta"] = 1e6;
+  old["rope_local_base_freq"] = 20000.0;
+  old["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+  for (const auto& [c, local] : {std::pair{cfg, 10000.0}, std::pair{old, 20000.0}}) {
+    std::ofstream(dir / "config.json") << c.dump();
+    auto m = Model::load(dir.string());
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    const HParams& h = (*m)->hparams();
+    EXPECT_EQ(h.rope_theta, 1e6);
+    EXPECT_EQ(h.rope_theta_local, local);
+    ASSERT_EQ(h.rope_freq_factors.size(), 16u);
+    EXPECT_EQ(h.rope_freq_factors[0], 8.0f);
+  }
+  fs::remove_all(dir);
+}
+
+// A value that would poison the attention is refused, naming its key.
+TEST(FamilyVariants, GemmaBadAttentionValuesNamed) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("laya_family_gemma_bad_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto base = nlohmann::json::parse(test::read_text_file(family_dir("gemma2") + "/hf/config.json"));
+  fs::copy_file(family_dir("gemma2") + "/hf/model.safetensors", dir / "model.safetensors");
+  auto corrupt = [&](const nlohmann::json& cfg, std::initializer_list<const char*> words) {
+    std::ofstream(dir / "config.json") << cfg.dump();
+    auto m = Model::load(dir.string());
+    ASSERT_FALSE(m.ok());
+    test::expect_status(m.status(), StatusCode::kCorrupt, words);
+  };
+  nlohmann::json c = base;
+  c["attn_logit_softcapping"] = -50.0;
+  corrupt(c, {"attn_logit_softcapping", "-50"});
+  c = base;
+  c["query_pre_attn_scalar"] = 0;
+  corrupt(c, {"query_pre_attn_scalar"});
+  c = base;
+  c["layer_types"].push_back("full_attention");
+  corrupt(c, {"layer_types", "3", "2 layers"});
+  fs::remove_all(dir);
+}
+
+// Gemma 3 with its vision tower (Gemma3ForConditionalGeneration) is refused
+// by its class name; so are a layer type laya does not run and a GGUF vision
+// projector (llama.cpp's mmproj, general.architecture "clip").
+TEST(FamilyVariants, GemmaVisionRefusedByName) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("laya_family_vision_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto text = nlohmann::json::parse(test::read_text_file(family_dir("gemma3") + "/hf/config.json"));
+  auto refused = [&](const nlohmann::json& cfg, std::initializer_list<const char*> words) {
+    std::ofstream(dir / "config.json") << cfg.dump();
+    auto m = Model::load(dir.string());
+    ASSERT_FALSE(m.ok());
+    test::expect_status(m.status(), StatusCode::kUnsupported, words);
+  };
+  const nlohmann::json multimodal = {{"architectures", {"Gemma3ForConditionalGeneration"}},
+                                     {"model_type", "gemma3"},
+                                     {"text_config", text},
+                                     {"vision_config", {{"model_type", "siglip_vision_model"}}}};
+  refused(multimodal, {"Gemma3ForConditionalGeneration", "vision tower"});
+  nlohmann::json chunked = text;
+  chunked["layer_types"][0] = "chunked_attention";
+  refused(chunked, {"layer_types", "chunked_attention"});
+
+  test::GgufWriter w;
+  w.kv_str("general.architecture", "clip");
+  const std::vector<uint8_t> bytes = w.build();
+  const fs::path mmproj = dir / "mmproj.gguf";
+  std::ofstream(mmproj, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                                static_cast<std::streamsize>(bytes.size()));
+  auto m = Model::load(mmproj.string());
+  ASSERT_FALSE(m.ok());
+  test::expect_status(m.status(), StatusCode::kUnsupported, {"clip", "mmproj", "vision"});
   fs::remove_all(dir);
 }
 

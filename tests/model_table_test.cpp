@@ -14,7 +14,7 @@ namespace laya {
 namespace {
 
 TEST(ModelTable, EveryArchitectureIsRegisteredFromItsFile) {
-  for (const char* name : {"llama", "qwen2", "qwen3", "phi3", "granite", "starcoder2", "gemma"}) {
+  for (const char* name : {"llama", "qwen2", "qwen3", "phi3", "granite", "starcoder2", "gemma", "gemma2", "gemma3"}) {
     const ArchSpec* a = find_arch_by_gguf_name(name);
     ASSERT_NE(a, nullptr) << name;
     EXPECT_STREQ(a->name, name);
@@ -22,7 +22,8 @@ TEST(ModelTable, EveryArchitectureIsRegisteredFromItsFile) {
   }
   EXPECT_EQ(find_arch_by_hf_type("mistral"), find_arch_by_gguf_name("llama"));
   EXPECT_EQ(find_arch_by_gguf_name("gpt2"), nullptr);
-  EXPECT_STREQ(supported_arch_list(), "gemma, granite, llama (incl. mistral), phi3, qwen2, qwen3, starcoder2");
+  EXPECT_STREQ(supported_arch_list(),
+               "gemma, gemma2, gemma3 (incl. gemma3_text), granite, llama (incl. mistral), phi3, qwen2, qwen3, starcoder2");
 }
 
 // The engine calls an architecture's own block: one without a forward or a

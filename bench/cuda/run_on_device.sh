@@ -11,8 +11,8 @@
 #        of matmul.cu's ~9 minutes), and fills DEST (default /work/main/devcuda, which
 #        /work/main/.git/info/exclude ignores) with:
 #          bin.tar.xz   laya, laya_tests and the shared libraries they need that
-#                       are not glibc (fmt, pcre2, utf8proc, xxhash, ncurses,
-#                       httplib, ssl, libstdc++ ...) (xz: the device has no zstd)
+#                       are not glibc (bench/device_pkg.sh's pkg_pack, copied
+#                       beside this script as device_pkg.sh)
 #          llama-src.tar.gz  llama.cpp's sources for its CUDA llama-bench, when
 #                       ~/peers/llama.cpp is there (the device builds it on its
 #                       16 cores while laya's steps run: ~140 CUDA objects)
@@ -24,10 +24,19 @@
 #        the suite, makes random-weight llama-3.2-1b BF16 / Q8_0 models there
 #        (mkmodel on its 16 cores: a 1.3-2.5 GB file cannot be carried) and
 #        times decode with `laya bench --backend cuda`. Logs go to $OUT.
-#        STEPS="tests logits bench sweep peer replay profile detail sanitize" selects parts (run in the order tests logits bench sweep replay profile detail sanitize peer: the peer waits for its build).
+#        STEPS="tests logits bench sweep peer replay profile detail sanitize mlx" selects parts (run in the order tests logits bench sweep replay profile detail sanitize mlx peer: the peer waits for its build).
+#        mlx (not in the default steps): MLX-quantized weights on cuda, issue 30: the conformance
+#        suite's MLX cases (also with LAYA_CUDA_STREAM=0, the per-row kernel) and under
+#        compute-sanitizer memcheck, the llama-tiny MLX folders' logits through the engine
+#        (LAYA_TEST_BACKEND=cuda; stage() carries the float folder and its references, ~7 MB,
+#        unless STAGE_MLX=0), and decode of qwen2.5-0.5b made there as MLX4 / Q4_0 / MLX8 /
+#        Q8_0 (MLX_MODELS, MLX_TYPES) with `laya bench --backend cuda`: mlx.log.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# pkg_pack / pkg_unpack: beside this script once staged, in bench/ in the repository.
+# shellcheck source=../device_pkg.sh
+. "$here/device_pkg.sh" 2>/dev/null || . "$here/../device_pkg.sh" || exit 1
 
 stage() {
   local root dest fx
@@ -39,17 +48,11 @@ stage() {
     -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache \
     -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache >/dev/null || return 1
   ninja -C "$root/build-cuda" -j "${JOBS:-1}" laya laya_tests || return 1
-  rm -rf "$dest" && mkdir -p "$dest/pkg/lib" "$dest/fx/ref-models/common" || return 1
-  cp "$root/build-cuda/laya" "$root/build-cuda/tests/laya_tests" "$dest/pkg/"
-  # Every shared library but glibc's own: the device image has other versions or none.
-  # libstdc++ / libgcc_s apart: the device's own (newer) are used unless the
-  # binaries do not start with them; tools there (compute-sanitizer) need theirs.
-  mkdir -p "$dest/pkg/lib-std"
-  ldd "$root/build-cuda/laya" "$root/build-cuda/tests/laya_tests" | awk '/=> \// {print $3}' | sort -u |
-    grep -Ev '/(libc|libm|libdl|librt|libpthread|ld-linux[^/]*)\.so' | while read -r l; do
-      case "$l" in */libstdc++*|*/libgcc_s*) cp -L "$l" "$dest/pkg/lib-std/" ;; *) cp -L "$l" "$dest/pkg/lib/" ;; esac
-    done
-  tar -C "$dest/pkg" -cf - . | xz -9 -T2 >"$dest/bin.tar.xz" && rm -rf "$dest/pkg"
+  rm -rf "$dest" && mkdir -p "$dest/fx/ref-models/common" || return 1
+  # The binaries and the shared libraries they load (bench/device_pkg.sh): libstdc++ / libgcc_s
+  # apart, since tools there (compute-sanitizer) need the device's own.
+  pkg_pack "$dest" "$root/build-cuda/laya" "$root/build-cuda/tests/laya_tests" || return 1
+  cp "$here/../device_pkg.sh" "$dest/"
   cp "$fx/common/prompts.json" "$dest/fx/ref-models/common/"
   # The files the logits cases below read (the tracked tree travels too: 64 MiB in all).
   local m f
@@ -61,14 +64,21 @@ stage() {
     cp "$fx/$m/ref/${r}"_p[0-9].npy "$dest/fx/ref-models/$m/ref/"
   done
   cp -r /work/shared/fixtures/traces "$dest/traces"
+  # The mlx step's fixture (tests/mlx_quant_test.cpp quantizes llama-tiny's float folder there):
+  # the folder xz-packed (12 -> 4.4 MB) and the float, Q8_0 and Q4_0 reference logits.
+  if [ "${STAGE_MLX:-1}" = 1 ]; then
+    tar -C "$fx" -cf - llama-tiny/hf/config.json llama-tiny/hf/model.safetensors | xz -9 -T2 >"$dest/fx-mlx.tar.xz"
+    cp "$fx"/llama-tiny/ref/logits_{,q8_0_,Q4_0_}p[0-9].npy "$dest/fx/ref-models/llama-tiny/ref/"
+  fi
   # llama.cpp's sources for the comparison (its CUDA build there): the core, ggml's CPU and CUDA
   # backends and llama-bench alone (tools/CMakeLists.txt replaced by that one line).
   local peer="${PEER_SRC:-$HOME/peers/llama.cpp}"
   if [ -d "$peer/ggml/src/ggml-cuda" ]; then
     local t; t=$(mktemp -d)
     (cd "$peer" && tar cf - --exclude='ggml/src/ggml-'{vulkan,sycl,metal,cann,opencl,hexagon,webgpu,openvino,zdnn,zendnn,et,virtgpu} \
-        ggml src include common vendor cmake CMakeLists.txt LICENSE tools/llama-bench) | tar -C "$t" -xf -
-    echo 'add_subdirectory(llama-bench)' >"$t/tools/CMakeLists.txt"
+        ggml src include common vendor cmake CMakeLists.txt LICENSE tools/llama-bench tools/server tools/ui tools/mtmd) |
+      tar -C "$t" -xf -
+    printf 'add_subdirectory(llama-bench)\nadd_subdirectory(ui)\nadd_subdirectory(mtmd)\nadd_subdirectory(server)\n' >"$t/tools/CMakeLists.txt"
     tar -C "$t" -czf "$dest/llama-src.tar.gz" . && rm -rf "$t"
     (cd "$peer" && git log -1 --format='%H %s') >"$dest/llama-commit.txt" 2>/dev/null
   fi
@@ -90,25 +100,22 @@ device() {
   # Five log files in $OUT (the tool returns at most 8, and what is there when
   # a command is stopped at its time limit).
   local out="${OUT:-$PWD/out}" steps="${STEPS:-tests logits bench sweep peer replay profile sanitize}"
-  mkdir -p "$out" pkg || return 1
-  # xz: the smallest form (the call carries at most 64 MiB); Python's lzma where the device has no xz.
-  tar -C pkg -xJf bin.tar.xz 2>/dev/null || python3 -c 'import tarfile; tarfile.open("bin.tar.xz").extractall("pkg")' || return 1
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
-  export LD_LIBRARY_PATH="$PWD/pkg/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  mkdir -p "$out" || return 1
   local laya="$PWD/pkg/laya" tests="$PWD/pkg/laya_tests"
-  if ! "$tests" --gtest_list_tests >/dev/null 2>&1; then
-    echo "the device's libstdc++ is older than the build's: using the carried one"
-    export LD_LIBRARY_PATH="$PWD/pkg/lib-std:$LD_LIBRARY_PATH"
-  fi
+  pkg_unpack "$PWD" "$tests" --gtest_list_tests || return 1
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
   "$tests" --gtest_list_tests >/dev/null || return 1
   # llama.cpp's CUDA build, in the background while laya's steps use the GPU.
   local peer_pid=""
   if [[ " $steps " == *" peer "* ]] && [ -f llama-src.tar.gz ]; then
     mkdir -p /tmp/llama && tar -C /tmp/llama -xzf llama-src.tar.gz
+    # Native CPU code (this machine's AVX-512 VNNI): the same binaries serve bench/families_device.sh's
+    # CPU comparison in the next call (CUDA_VISIBLE_DEVICES= there), llama-server included.
     (cd /tmp/llama && cmake -B b -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-        -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
-        -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_APP=OFF >/tmp/llama-build.log 2>&1 &&
-      nice -n 5 ninja -C b -j "${PEER_JOBS:-12}" llama-bench >>/tmp/llama-build.log 2>&1) &
+        -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
+        -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+        -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_APP=OFF >/tmp/llama-build.log 2>&1 &&
+      nice -n 5 ninja -C b -j "${PEER_JOBS:-12}" llama-bench llama-server >>/tmp/llama-build.log 2>&1) &
     peer_pid=$!
   fi
   if [[ " $steps " == *" tests "* ]]; then
@@ -163,8 +170,11 @@ device() {
     local f=/tmp/llama-3.2-1b-Q8_0.gguf o
     [ -f "$f" ] || timeout 120 "$laya" mkmodel --preset llama-3.2-1b --type Q8_0 -o "$f" -q
     for o in ${REPLAY_MODES:---fast}; do
-      timeout "${REPLAY_S:-120}" "$laya" replay -m "$f" --backend cuda $o -q traces/*.jsonl traces/long/*.jsonl \
-        --json "$out/replay${o// /}.json" >>"$out/replay.log" 2>&1
+      local tr="traces/*.jsonl traces/long/*.jsonl"
+      # At a person's pace: the first 200 events of each trace (cut-traces/, ~130 s at 300 ms a pause).
+      [[ "$o" == *pace* ]] && [ -d cut-traces ] && tr="cut-traces/*.jsonl"
+      timeout "${REPLAY_S:-120}" "$laya" replay -m "$f" --backend cuda ${o//=/ } -q $tr \
+        --json "$out/replay${o//[^a-z0-9]/}.json" >>"$out/replay.log" 2>&1
       echo "rc $? replay $o"; tail -n 12 "$out/replay.log"
     done
     timeout "${REPLAY_S:-120}" "$laya" replay -m "$f" --backend cuda --fast --verify -q traces/*.jsonl >>"$out/replay.log" 2>&1
@@ -208,12 +218,65 @@ PY
       echo "rc $? detail $v"
     done
   fi
+  if [[ " $steps " == *" persist "* ]]; then
+    echo "== the persistent decode kernel: the graph's bits, then decode with it on (default) and off"
+    LAYA_FIXTURES="$PWD/fx" timeout "${PERSIST_TESTS_S:-120}" "$tests" --gtest_filter='CudaPersistent.*' >"$out/persist.log" 2>&1
+    echo "rc $?"; grep -E '^\[ +(PASSED|FAILED|SKIPPED) |differs' "$out/persist.log" | head -20
+    local t m f p
+    for m in ${PERSIST_MODELS:-llama-3.2-1b qwen2.5-0.5b}; do
+      for t in ${PERSIST_TYPES:-Q8_0 BF16}; do
+        f="/tmp/$m-$t.gguf"
+        [ -f "$f" ] || timeout 120 "$laya" mkmodel --preset "$m" --type "$t" -o "$f" -q || continue
+        for p in ${PERSIST_ROUNDS:-1 0 1 0}; do
+          echo "$m $t persistent=$p: $(LAYA_CUDA_PERSISTENT=$p timeout 60 "$laya" bench -m "$f" --backend cuda -p 512 -n 256 \
+            --warmup 32 --json 2>&1 | grep -o '"decode_ms_p50": [0-9.]*\|"decode_ms_p99": [0-9.]*\|"step": "[^"]*"' | tr '\n' ' ')" |
+            tee -a "$out/persist.log"
+        done
+      done
+    done
+  fi
+  if [[ " $steps " == *" psanitize "* ]]; then
+    echo "== compute-sanitizer memcheck and racecheck on the persistent kernel (llama-tiny steps)"
+    for tool in memcheck racecheck; do
+      LAYA_FIXTURES="$PWD/fx" timeout "${SANITIZE_S:-200}" compute-sanitizer --tool $tool --error-exitcode 9 "$tests" \
+        --gtest_filter='CudaPersistent.Llama*' >"$out/persist-$tool.log" 2>&1
+      echo "rc $? $tool"; grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$out/persist-$tool.log" | head -5
+    done
+  fi
   if [[ " $steps " == *" sanitize "* ]]; then
     echo "== compute-sanitizer memcheck (ops, KV, memory; the Q4_K and BF16 weight cases)"
     timeout "${SANITIZE_S:-200}" compute-sanitizer --tool memcheck --error-exitcode 9 "$tests" \
       --gtest_filter='*BackendConformance.*/cuda:*BackendConformanceWeights.*/cuda_Q4_K:*BackendConformanceWeights.*/cuda_BF16:*BackendConformanceWeights.*/cuda_Q8_0:-*MemoryAndErrors*' \
       >"$out/memcheck.log" 2>&1
     echo "rc $?"; grep -E 'ERROR SUMMARY|PASSED|FAILED|Error' "$out/memcheck.log" | head -20
+  fi
+  if [[ " $steps " == *" mlx "* ]]; then
+    echo "== MLX-quantized weights on cuda (issue 30): conformance, per-row kernel, memcheck, llama-tiny logits, decode"
+    local ml="$out/mlx.log"
+    timeout "${MLX_TESTS_S:-120}" "$tests" --gtest_filter='*BackendConformanceMlx*cuda*' >>"$ml" 2>&1
+    echo "rc $? conformance (streaming kernel)"
+    LAYA_CUDA_STREAM=0 timeout "${MLX_TESTS_S:-120}" "$tests" --gtest_filter='*BackendConformanceMlx*cuda*' >>"$ml" 2>&1
+    echo "rc $? conformance (LAYA_CUDA_STREAM=0: the per-row kernel)"
+    grep -E '^\[ +(measure|PASSED|FAILED) ' "$ml" | grep -v ' OK ' | tail -40
+    timeout "${MLX_SANITIZE_S:-150}" compute-sanitizer --tool memcheck --error-exitcode 9 "$tests" \
+      --gtest_filter='*BackendConformanceMlx*cuda_MLX4:*BackendConformanceMlx*cuda_MLX8:*BackendConformanceMlx*cuda_MLX3' >>"$ml" 2>&1
+    echo "rc $? memcheck"; grep -E 'ERROR SUMMARY' "$ml" | tail -3
+    if [ -f fx-mlx.tar.xz ]; then
+      tar -C fx/ref-models -xJf fx-mlx.tar.xz 2>/dev/null || python3 -c 'import tarfile; tarfile.open("fx-mlx.tar.xz").extractall("fx/ref-models")'
+      LAYA_TEST_BACKEND=cuda LAYA_FIXTURES="$PWD/fx" timeout "${MLX_LOGITS_S:-120}" "$tests" \
+        --gtest_filter='*MlxModel.LogitsWithinQuantizationError*:*MlxModel.ShardedFolder*' >>"$ml" 2>&1
+      echo "rc $? llama-tiny MLX folders through the engine on cuda"; grep -E '^\[ +(measure|PASSED|FAILED) ' "$ml" | tail -10
+    fi
+    local m t f
+    for m in ${MLX_MODELS:-qwen2.5-0.5b}; do
+      for t in ${MLX_TYPES:-MLX4 Q4_0 MLX8 Q8_0}; do
+        f="/tmp/$m-$t"; [[ "$t" == MLX* ]] || f="$f.gguf"
+        [ -e "$f" ] || timeout 180 "$laya" mkmodel --preset "$m" --type "$t" -o "$f" -q || { echo "mkmodel $m $t failed"; continue; }
+        echo "-- $m $t" >>"$ml"
+        timeout "${BENCH_S:-60}" "$laya" bench -m "$f" --backend cuda -p 512 -n 256 --warmup 32 --json >>"$ml" 2>&1
+        echo "rc $? $m $t: $(tail -n 1 "$ml" | grep -o '"decode_ms_p50": [0-9.]*\|"decode_ms_p99": [0-9.]*\|"decode_gb_s": [0-9.]*\|"prefill_tok_s": [0-9.]*' | tr '\n' ' ')"
+      done
+    done
   fi
   if [ -n "$peer_pid" ]; then
     echo "== llama.cpp CUDA ($(cat llama-commit.txt 2>/dev/null | cut -c1-12)), llama-bench, flash attention on, same files"

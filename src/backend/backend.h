@@ -96,7 +96,15 @@ struct KvLayerView {
 
 struct AttentionShape {
   int64_t n_head, n_head_kv, head_dim;
-  float scale;  // 1/sqrt(head_dim)
+  float scale;  // 1/sqrt(head_dim), or the family's (Gemma 2: query_pre_attn_scalar^-0.5)
+  // A query at position p attends to positions (p - window, p] only: a
+  // sliding-window layer (Gemma 2 / 3 local layers, Phi-3, StarCoder2). The
+  // cache keeps every position; the window bounds what is read, so such a
+  // layer's cost stops growing with the context. 0: [0, p].
+  int64_t window = 0;
+  // Scores (after scale) become softcap * tanh(score / softcap) before the
+  // softmax (Gemma 2's attn_logit_softcapping). 0: unchanged.
+  float softcap = 0;
 };
 
 // One output of a grouped matmul: y (n_tok, w.rows()) = x · wᵀ.
@@ -207,6 +215,8 @@ class Backend {
   virtual Status add(float* y, const float* x, int64_t n) = 0;
   // x *= s, n elements (Granite's embedding, residual and logit multipliers).
   virtual Status scale(float* x, int64_t n, float s) = 0;
+  // x = cap * tanh(x / cap), n elements, cap > 0 (Gemma 2's final logit soft-capping).
+  virtual Status softcap(float* x, int64_t n, float cap) = 0;
   // y *= x, n elements (a GELU-gated feed-forward's product).
   virtual Status mul(float* y, const float* x, int64_t n) = 0;
   // x = gelu(x), n elements, tanh approximation (transformers' gelu_pytorch_tanh):
@@ -222,7 +232,8 @@ class Backend {
   // (their blocks are in kv.ids and writable).
   virtual Status kv_store(const KvLayerView& kv, const float* k, const float* v, int64_t n_tok, int64_t pos0) = 0;
   // Causal attention of q (n_tok, n_head, head_dim) at positions pos0.. over
-  // positions [0, pos0 + t]; out (n_tok, n_head * head_dim).
+  // positions [0, pos0 + t] (with s.window: the last s.window of them, with
+  // s.softcap: soft-capped scores); out (n_tok, n_head * head_dim).
   virtual Status attention(const KvLayerView& kv, const float* q, int64_t n_tok, int64_t pos0, const AttentionShape& s,
                            float* out) = 0;
 
@@ -278,6 +289,10 @@ class Backend {
     (void)ok;
     return Status::Ok();
   }
+  // How this backend runs a decode step, for `laya bench` (the CUDA
+  // backend: its persistent kernel, or a graph and why); empty where there
+  // is nothing to say.
+  virtual std::string decode_step_note() const { return {}; }
 
  protected:
   friend class Buffer;

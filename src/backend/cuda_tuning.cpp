@@ -35,6 +35,7 @@ CudaTuning CudaTuning::parse(const std::function<const char*(const char* name)>&
   // Clamped rather than refused, as the sweeps have always set it.
   if (const char* sb = var("LAYA_CUDA_STREAM_BLOCKS")) t.stream_blocks = std::clamp(std::atoi(sb), 0, 32);
   t.stream_deep = unless_zero(var("LAYA_CUDA_STREAM_DEEP"));
+  t.persistent = unless_zero(var("LAYA_CUDA_PERSISTENT"));
   return t;
 }
 

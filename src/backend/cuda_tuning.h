@@ -23,6 +23,7 @@ struct CudaTuning {
   bool stream = true;       // LAYA_CUDA_STREAM=0: the per-row decode kernel only, no streaming kernel
   int stream_blocks = 0;    // LAYA_CUDA_STREAM_BLOCKS=1..32: the streaming kernel's blocks per SM (0: as many as fit)
   bool stream_deep = true;  // LAYA_CUDA_STREAM_DEEP=0: no double-size chunks for long rows
+  bool persistent = true;   // LAYA_CUDA_PERSISTENT=0: decode steps replay their graph, not the persistent kernel
 
   // The tuning the variables above give, `var(name)` returning a variable's
   // value or nullptr when unset; a value out of its range leaves the default.

@@ -29,6 +29,13 @@ uint64_t kv_identity(const Model& m, const KvLayout& kv) {
   XXH64_update(st, hp.arch.data(), hp.arch.size());
   XXH64_update(st, &hp.rms_eps, sizeof hp.rms_eps);
   XXH64_update(st, &hp.rope_theta, sizeof hp.rope_theta);
+  // What makes the same tensors attend otherwise (windows, Gemma 2 / 3);
+  // hashed only when set, so the other models keep their identity.
+  const double attn[] = {static_cast<double>(hp.sliding_window), hp.rope_theta_local, hp.attn_softcap, hp.final_softcap};
+  if (std::any_of(std::begin(attn), std::end(attn), [](double v) { return v != 0; })) {
+    XXH64_update(st, attn, sizeof attn);
+    XXH64_update(st, hp.swa_layers.data(), hp.swa_layers.size());
+  }
   XXH64_update(st, hp.rope_freq_factors.data(), hp.rope_freq_factors.size() * sizeof(float));
   for (const Tensor& t : m.all_tensors()) {
     XXH64_update(st, t.name.data(), t.name.size());
@@ -68,10 +75,6 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
   LAYA_TRY(ThreadPool::check_count(o.n_threads));  // negative, or past the bound: refused before any work
   if (o.n_threads == 0) o.n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (o.n_ctx <= 0) o.n_ctx = std::min<int64_t>(hp.n_ctx_train, 4096);
-  // Past a sliding window the model would attend to positions its training
-  // masked (no windowed kernel yet): the context stops at the window, where
-  // every logit is the reference's.
-  if (hp.sliding_window > 0) o.n_ctx = std::min(o.n_ctx, hp.sliding_window);
   if (o.n_ctx > (int64_t{1} << 24)) {
     return Status(StatusCode::kInvalidArgument, fmt::format("n_ctx = {} is too large (max 16M)", o.n_ctx));
   }
@@ -111,7 +114,7 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
   const ModelWeights& w = e->model_->weights();
   LAYA_TRY(e->backend_->prepare_weights(o.pack_weights ? w.matrices() : std::vector<const Tensor*>{}, w.all()));
   LAYA_ASSIGN_OR_RETURN(e->scratch_, ForwardScratch::create(*e->backend_, hp, o.n_batch));
-  LAYA_TRY(e->make_rope_table());
+  LAYA_TRY(e->make_rope_tables());
 
   e->kv_layout_ = KvLayout{hp.n_layer, hp.n_head_kv, hp.head_dim, o.kv_type, o.kv_block_positions};
   if (o.kv_budget_bytes == 0) {
@@ -126,16 +129,27 @@ Result<std::unique_ptr<Engine>> Engine::create(std::shared_ptr<const Model> mode
   return e;
 }
 
-Status Engine::make_rope_table() {
+Status Engine::make_rope_tables() {
+  const HParams& hp = model_->hparams();
+  LAYA_TRY(make_rope_table(hp.rope_theta, true, &rope_buf_, &rope_.full));
+  rope_.local = rope_.full;
+  if (hp.rope_theta_local > 0 && hp.sliding_window > 0) {
+    LAYA_TRY(make_rope_table(hp.rope_theta_local, false, &rope_local_buf_, &rope_.local));
+  }
+  return Status::Ok();
+}
+
+Status Engine::make_rope_table(double theta, bool scaled, Buffer* buf, RopeTable* out) {
   // RoPE angles as Hugging Face computes them: inv_freq and pos * inv_freq in
-  // float32; cos/sin of that float angle, correctly rounded.
+  // float32; cos/sin of that float angle, correctly rounded. `scaled`: with
+  // the model's rope_freq_factors (Gemma 3 scales its global layers only).
   const HParams& hp = model_->hparams();
   const int64_t half = hp.head_dim / 2, n_ctx = opt_.n_ctx;
   std::vector<float> inv(static_cast<size_t>(half));
   for (int64_t i = 0; i < half; ++i) {
     const float expo = static_cast<float>(2 * i) / static_cast<float>(hp.head_dim);
-    float f = 1.0f / std::pow(static_cast<float>(hp.rope_theta), expo);
-    if (!hp.rope_freq_factors.empty()) f = f / hp.rope_freq_factors[static_cast<size_t>(i)];
+    float f = 1.0f / std::pow(static_cast<float>(theta), expo);
+    if (scaled && !hp.rope_freq_factors.empty()) f = f / hp.rope_freq_factors[static_cast<size_t>(i)];
     inv[static_cast<size_t>(i)] = f;
   }
   // cos table then sin table, one buffer.
@@ -149,10 +163,10 @@ Status Engine::make_rope_table() {
       sn[p * half + i] = static_cast<float>(std::sin(static_cast<double>(ang)));
     }
   }
-  LAYA_ASSIGN_OR_RETURN(rope_buf_, backend_->alloc(table.size() * sizeof(float), "the RoPE table"));
-  LAYA_TRY(backend_->upload(rope_buf_.data(), table.data(), table.size() * sizeof(float)));
-  const float* dev = rope_buf_.as<const float>();
-  rope_ = RopeTable{dev, dev + n_ctx * half, half, n_ctx, hp.rope_layout == RopeLayout::kInterleaved};
+  LAYA_ASSIGN_OR_RETURN(*buf, backend_->alloc(table.size() * sizeof(float), "the RoPE table"));
+  LAYA_TRY(backend_->upload(buf->data(), table.data(), table.size() * sizeof(float)));
+  const float* dev = buf->as<const float>();
+  *out = RopeTable{dev, dev + n_ctx * half, half, n_ctx, hp.rope_layout == RopeLayout::kInterleaved};
   return Status::Ok();
 }
 

@@ -173,18 +173,21 @@ class Engine {
   Status check_sequence(const Sequence& seq, const char* what) const;
   Status check_tokens(std::span<const int32_t> tokens) const;
   Status forward_chunk(Sequence& seq, const int32_t* tokens, int64_t m, int64_t pos, float* out, bool all_logits);
-  Status make_rope_table();
+  // The RoPE tables (model/forward.h): every layer's, and the windowed
+  // layers' where their base differs (Gemma 3).
+  Status make_rope_tables();
+  Status make_rope_table(double theta, bool scaled, Buffer* buf, RopeTable* out);
 
   std::shared_ptr<const Model> model_;
   EngineOptions opt_;
   std::shared_ptr<Backend> backend_;  // shared with the pool: outlives every buffer
   ForwardScratch scratch_;
-  Buffer rope_buf_;
+  Buffer rope_buf_, rope_local_buf_;
   // All-position logits on a backend whose memory the host cannot read:
   // rows computed here, then downloaded (forward_chunk).
   static constexpr int64_t kLogitRowsPerDownload = 16;
   Buffer all_logits_dev_;
-  RopeTable rope_;
+  RopeTables rope_;
   KvLayout kv_layout_;
   std::shared_ptr<KvBlockPool> pool_;
   uint64_t kv_seed_ = 0;  // model + KV format identity: the root of every block's content key

@@ -36,12 +36,12 @@ struct HParams;
 struct KvLayerView;
 struct LayerWeights;
 struct ModelWeights;
-struct RopeTable;
+struct RopeTables;
 
 // An architecture's forward pass and its logits (the contract of both:
 // model/forward.h). Function pointers, so that an ArchSpec is constant-
 // initialized wherever it is defined.
-using ForwardFn = Status (*)(const Model& model, Backend& be, const RopeTable& rope, const KvLayerView& kv,
+using ForwardFn = Status (*)(const Model& model, Backend& be, const RopeTables& rope, const KvLayerView& kv,
                              ForwardScratch& s, const int32_t* tokens, int64_t n, int64_t pos0);
 using LogitsFn = Status (*)(const Model& model, Backend& be, ForwardScratch& s, int64_t first, int64_t m,
                             float* logits);
@@ -107,6 +107,24 @@ struct TensorSpec {
   std::string gguf_name(int64_t layer) const;
 };
 
+// What a family's files may leave unsaid about its attention (llama.cpp's and
+// transformers' defaults), and how its layers alternate when no file lists them.
+struct AttentionDefaults {
+  // 0: every layer slides (when the model has a window); p > 0: layer i
+  // slides unless (i + 1) % p == 0 (Gemma 2: 2, Gemma 3: 6).
+  int swa_period = 0;
+  // The RoPE base of the sliding layers when the file does not state it
+  // (Gemma 3: 10000); 0: rope_theta.
+  double swa_rope_base = 0;
+  // A GGUF file without the keys (Gemma 2: a window of 4096, soft-caps 50 and 30).
+  int64_t gguf_window = 0;
+  float gguf_attn_softcap = 0, gguf_final_softcap = 0;
+  // GGUF has no query_pre_attn_scalar: queries are scaled by head_dim^-0.5
+  // except in a model of this many layers, by (n_embd / n_head)^-0.5 (the
+  // Gemma 2 / 3 27B models, as llama.cpp decides). 0: none.
+  int64_t gguf_wide_scale_layers = 0;
+};
+
 struct ArchSpec {
   const char* name;                  // GGUF general.architecture
   const char* hf_model_types[4];     // config.json "model_type" values (nullptr-terminated)
@@ -129,6 +147,7 @@ struct ArchSpec {
   float hf_norm_shift = 0.0f;
   // The block in a few words, for `laya info`.
   const char* block = "";
+  AttentionDefaults attn = {};
 
   TensorFlags flags() const { return {.qkv_bias = qkv_bias, .qk_norm = qk_norm}; }
 };
@@ -138,7 +157,7 @@ struct ArchSpec {
 // these architectures accepts and binds them when a file has them. Its
 // block uses the optional ones the model has (Model::flags()).
 std::span<const TensorSpec> llama_family_tensors();
-Status llama_family_forward(const Model& model, Backend& be, const RopeTable& rope, const KvLayerView& kv,
+Status llama_family_forward(const Model& model, Backend& be, const RopeTables& rope, const KvLayerView& kv,
                             ForwardScratch& s, const int32_t* tokens, int64_t n, int64_t pos0);
 Status llama_family_logits(const Model& model, Backend& be, ForwardScratch& s, int64_t first, int64_t m,
                            float* logits);

@@ -26,7 +26,7 @@ Status add_scaled(Backend& be, const Tensor& w, const float* in, int64_t n, floa
   return be.add(x, tmp, n * w.rows());
 }
 
-Status granite_forward(const Model& model, Backend& be, const RopeTable& rope, const KvLayerView& kv,
+Status granite_forward(const Model& model, Backend& be, const RopeTables& rope, const KvLayerView& kv,
                        ForwardScratch& s, const int32_t* tokens, int64_t n, int64_t pos0) {
   const HParams& hp = model.hparams();
   const ModelWeights& W = model.weights();
@@ -46,7 +46,7 @@ Status granite_forward(const Model& model, Backend& be, const RopeTable& rope, c
     LAYA_TRY(be.norm_matmul_group(x, L.attn_norm, hp.rms_eps, E, xn, qkv, 3, n));  // xn = rms_norm(x), then q, k, v
     KvLayerView kvl = kv;
     kvl.layer = il;
-    LAYA_TRY(be.rope_kv_store(kvl, q, k, v, n, hp.n_head, hp.n_head_kv, hp.head_dim, pos0, rope));
+    LAYA_TRY(be.rope_kv_store(kvl, q, k, v, n, hp.n_head, hp.n_head_kv, hp.head_dim, pos0, rope.full));
     LAYA_TRY(be.attention(kvl, q, n, pos0, ash, attn));                    // scores · attention_multiplier
     LAYA_TRY(add_scaled(be, L.wo, attn, n, hp.residual_scale, tmp, x));  // x += r · attn · woᵀ
     // --- feed-forward block (SwiGLU) ---

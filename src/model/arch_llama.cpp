@@ -1,4 +1,4 @@
-// Llama 2 / 3.x, TinyLlama, SmolLM, Mistral-style (no sliding window).
+// Llama 2 / 3.x, TinyLlama, SmolLM, Mistral-style (Mistral 7B v0.1: its sliding window on every layer).
 // The whole architecture: its flags, and the Llama family's table and block.
 // Registered by this file's name (model/arch.h); extern because the generated
 // registry in archs.cpp names it.

@@ -68,13 +68,13 @@ const TensorSpec kStarcoder2Tensors[] = {
 
 std::span<const TensorSpec> starcoder2_tensors() { return kStarcoder2Tensors; }
 
-Status starcoder2_forward(const Model& model, Backend& be, const RopeTable& rope, const KvLayerView& kv,
+Status starcoder2_forward(const Model& model, Backend& be, const RopeTables& rope, const KvLayerView& kv,
                           ForwardScratch& s, const int32_t* tokens, int64_t n, int64_t pos0) {
   const HParams& hp = model.hparams();
   const bool bias = model.flags().qkv_bias;  // use_bias: every projection's bias
   const ModelWeights& W = model.weights();
   const int64_t E = hp.n_embd, HD = hp.head_dim, KV = hp.kv_dim();
-  const AttentionShape ash{hp.n_head, hp.n_head_kv, HD, static_cast<float>(1.0 / std::sqrt(static_cast<double>(HD)))};
+  AttentionShape ash{hp.n_head, hp.n_head_kv, HD, static_cast<float>(1.0 / std::sqrt(static_cast<double>(HD)))};
   float *x = s.x.as<float>(), *xn = s.xn.as<float>(), *q = s.q.as<float>(), *k = s.k.as<float>(), *v = s.v.as<float>();
   float *attn = s.attn.as<float>(), *up = s.up.as<float>(), *tmp = s.tmp.as<float>();
 
@@ -93,7 +93,8 @@ Status starcoder2_forward(const Model& model, Backend& be, const RopeTable& rope
     }
     KvLayerView kvl = kv;
     kvl.layer = il;
-    LAYA_TRY(be.rope_kv_store(kvl, q, k, v, n, hp.n_head, hp.n_head_kv, HD, pos0, rope));
+    LAYA_TRY(be.rope_kv_store(kvl, q, k, v, n, hp.n_head, hp.n_head_kv, HD, pos0, rope.full));
+    ash.window = hp.window(il);  // sliding_window: every layer
     LAYA_TRY(be.attention(kvl, q, n, pos0, ash, attn));   // (n, n_head * HD)
     LAYA_TRY(be.matmul_add(L.wo, attn, n, tmp, x));       // x += attn · woᵀ
     if (bias) LAYA_TRY(be.add_bias(x, L.bo, n, E));       //      + bo

@@ -29,6 +29,15 @@ struct ForwardScratch {
   Buffer tmp;   // (n_batch, n_embd)   block output before the residual add
 };
 
+// The RoPE angles a forward pass rotates with: `full` for every layer but the
+// sliding-window layers of a model whose local layers have a base of their
+// own (Gemma 3: rope_local_base_freq), which take `local` (the same table
+// otherwise).
+struct RopeTables {
+  RopeTable full, local;
+  const RopeTable& of_layer(const HParams& hp, int64_t il) const { return hp.window(il) > 0 ? local : full; }
+};
+
 // ArchSpec::forward: runs tokens[0..n) (host memory) at positions pos0..
 // (n <= scratch.n_batch) through every layer, writing their K/V into the
 // blocks of `kv` (whose positions [pos0, pos0 + n) must be writable). Leaves

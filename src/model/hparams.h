@@ -38,14 +38,29 @@ struct HParams {
   float residual_scale = 1.0f;
   float logit_scale = 1.0f;
   float attn_scale = 0.0f;
-  // Layers attend to the last sliding_window positions only (Phi-3,
-  // StarCoder2, Mistral 7B v0.1); 0: all. laya has no windowed attention
-  // kernel: the engine's context stops at the window, where it is exact.
+  // Sliding-window layers attend to the last sliding_window positions only
+  // (0: no window). swa_layers says which (1: windowed), one entry per layer;
+  // empty: every layer (Phi-3, StarCoder2, Mistral 7B v0.1). Gemma 2
+  // alternates local and global layers, Gemma 3 has five local to one global.
   int64_t sliding_window = 0;
+  std::vector<uint8_t> swa_layers;
+  // The RoPE base of the windowed layers when it differs from rope_theta
+  // (Gemma 3's rope_local_base_freq; rope_freq_factors are the global
+  // layers' only); 0: rope_theta.
+  double rope_theta_local = 0;
+  // Soft-capping, cap · tanh(x / cap), of the attention scores before the
+  // softmax and of the final logits (Gemma 2); 0: none.
+  float attn_softcap = 0;
+  float final_softcap = 0;
   int32_t bos_id = -1;
   int32_t eos_id = -1;
 
   int64_t q_dim() const { return n_head * head_dim; }
+  // The attention window of layer il (0: the whole context).
+  int64_t window(int64_t il) const {
+    if (sliding_window <= 0) return 0;
+    return swa_layers.empty() || swa_layers[static_cast<size_t>(il)] ? sliding_window : 0;
+  }
   int64_t kv_dim() const { return n_head_kv * head_dim; }
 };
 

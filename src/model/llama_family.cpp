@@ -69,13 +69,13 @@ const TensorSpec kTensors[] = {
 
 std::span<const TensorSpec> llama_family_tensors() { return kTensors; }
 
-Status llama_family_forward(const Model& model, Backend& be, const RopeTable& rope, const KvLayerView& kv,
+Status llama_family_forward(const Model& model, Backend& be, const RopeTables& rope, const KvLayerView& kv,
                             ForwardScratch& s, const int32_t* tokens, int64_t n, int64_t pos0) {
   const HParams& hp = model.hparams();
   const TensorFlags& has = model.flags();
   const ModelWeights& W = model.weights();
   const int64_t E = hp.n_embd, HD = hp.head_dim, KV = hp.kv_dim();
-  const AttentionShape ash{hp.n_head, hp.n_head_kv, HD, static_cast<float>(1.0 / std::sqrt(static_cast<double>(HD)))};
+  AttentionShape ash{hp.n_head, hp.n_head_kv, HD, static_cast<float>(1.0 / std::sqrt(static_cast<double>(HD)))};
   float *x = s.x.as<float>(), *xn = s.xn.as<float>(), *q = s.q.as<float>(), *k = s.k.as<float>(), *v = s.v.as<float>();
   float *attn = s.attn.as<float>(), *gate = s.gate.as<float>(), *up = s.up.as<float>(), *tmp = s.tmp.as<float>();
 
@@ -99,7 +99,8 @@ Status llama_family_forward(const Model& model, Backend& be, const RopeTable& ro
     }
     KvLayerView kvl = kv;
     kvl.layer = il;
-    LAYA_TRY(be.rope_kv_store(kvl, q, k, v, n, hp.n_head, hp.n_head_kv, HD, pos0, rope));  // rotate q, k; store k, v
+    LAYA_TRY(be.rope_kv_store(kvl, q, k, v, n, hp.n_head, hp.n_head_kv, HD, pos0, rope.full));  // rotate q, k; store k, v
+    ash.window = hp.window(il);  // sliding_window (Phi-3, Mistral v0.1): every layer
     LAYA_TRY(be.attention(kvl, q, n, pos0, ash, attn));  // (n, n_head * HD)
     LAYA_TRY(be.matmul_add(L.wo, attn, n, tmp, x));      // x += attn · woᵀ  (n, E)
     // --- feed-forward block (SwiGLU) ---

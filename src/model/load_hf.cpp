@@ -108,6 +108,11 @@ Status read_hf_sizes(const ConfigReader& r, const nlohmann::json& cfg, const std
 Status read_hf_rope(const ConfigReader& r, const nlohmann::json& cfg, HParams* hp, RopeScaling* out) {
   const nlohmann::json* rope = nullptr;
   if (auto it = cfg.find("rope_parameters"); it != cfg.end() && it->is_object()) rope = &*it;
+  // transformers 5's per-layer-type form (Gemma 3): the global layers' here,
+  // the sliding ones' by read_hf_attention.
+  if (rope) {
+    if (auto it = rope->find("full_attention"); it != rope->end() && it->is_object()) rope = &*it;
+  }
   if (auto it = cfg.find("rope_scaling"); !rope && it != cfg.end() && it->is_object()) rope = &*it;
   hp->rope_theta = 10000.0;
   LAYA_TRY(r.num_field(cfg, "rope_theta", &hp->rope_theta, false));
@@ -149,8 +154,7 @@ Status read_hf_special_ids(const ConfigReader& r, const nlohmann::json& cfg, Dec
 }
 
 // Granite's multipliers (embedding_multiplier, residual_multiplier,
-// logits_scaling, attention_multiplier), each optional and positive; the
-// sliding window.
+// logits_scaling, attention_multiplier), each optional and positive.
 Status read_hf_family_params(const ConfigReader& r, const nlohmann::json& cfg, HParams* hp) {
   struct Key { const char* name; float* out; };
   const Key keys[] = {{"embedding_multiplier", &hp->embd_scale}, {"residual_multiplier", &hp->residual_scale},
@@ -165,12 +169,84 @@ Status read_hf_family_params(const ConfigReader& r, const nlohmann::json& cfg, H
     }
     *k.out = static_cast<float>(v);
   }
-  // sliding_window (null or 0: none), unless use_sliding_window says it is off (Qwen2's configs).
+  return Status::Ok();
+}
+
+// Which layers slide: layer_types ("sliding_attention" / "full_attention",
+// transformers' own list), else Qwen2's max_window_layers (the layers from
+// it on), else a period: sliding_window_pattern or the family's (layer i
+// slides unless (i + 1) % period == 0; 0: every layer).
+Status read_hf_swa_layers(const ConfigReader& r, const nlohmann::json& cfg, const ArchSpec& arch, HParams* hp) {
+  if (auto lt = cfg.find("layer_types"); lt != cfg.end() && lt->is_array()) {
+    for (const nlohmann::json& t : *lt) {
+      const std::string type = t.is_string() ? t.get<std::string>() : t.dump();
+      if (type != "sliding_attention" && type != "full_attention") {
+        return Status(StatusCode::kUnsupported, fmt::format("{}: layer_types holds {}: laya runs sliding_attention and "
+                                                            "full_attention layers only", r.path, shown(type)));
+      }
+      hp->swa_layers.push_back(type == "sliding_attention");
+    }
+    return Status::Ok();  // its length is checked against the layer count by validate_hparams
+  }
+  int64_t period = arch.attn.swa_period;
+  if (auto u = cfg.find("use_sliding_window"); u != cfg.end() && u->is_boolean() && cfg.contains("max_window_layers")) {
+    int64_t from = 0;
+    LAYA_TRY(r.int_field(cfg, "max_window_layers", &from, true));
+    for (int64_t i = 0; i < hp->n_layer; ++i) hp->swa_layers.push_back(i >= from);
+    return Status::Ok();
+  }
+  if (cfg.contains("sliding_window_pattern") && !cfg["sliding_window_pattern"].is_null()) {
+    LAYA_TRY(r.int_field(cfg, "sliding_window_pattern", &period, true));
+  }
+  if (period > 0) {
+    for (int64_t i = 0; i < hp->n_layer; ++i) hp->swa_layers.push_back((i + 1) % period != 0);
+  }
+  return Status::Ok();
+}
+
+// How the layers attend, beyond the Llama block: query_pre_attn_scalar
+// (queries scaled by its -0.5th power), attn_logit_softcapping and
+// final_logit_softcapping (null: none), the sliding window (null or 0: none;
+// off where use_sliding_window says so, as in Qwen2's configs) and its
+// layers, and the sliding layers' RoPE base (rope_local_base_freq, or
+// transformers 5's rope_parameters.sliding_attention).
+Status read_hf_attention(const ConfigReader& r, const nlohmann::json& cfg, const ArchSpec& arch, HParams* hp) {
+  if (cfg.contains("query_pre_attn_scalar") && !cfg["query_pre_attn_scalar"].is_null()) {
+    double v = 0;
+    LAYA_TRY(r.num_field(cfg, "query_pre_attn_scalar", &v, true));
+    if (!(std::isfinite(v) && v > 0 && v < 1e12)) {
+      return Status(StatusCode::kCorrupt, fmt::format("{}: key \"query_pre_attn_scalar\" = {:g}, expected a finite "
+                                                      "number > 0 (queries are scaled by its -0.5th power; Gemma uses "
+                                                      "head_dim, 256)", r.path, v));
+    }
+    hp->attn_scale = static_cast<float>(1.0 / std::sqrt(v));
+  }
+  for (auto [key, out] : {std::pair{"attn_logit_softcapping", &hp->attn_softcap},
+                          std::pair{"final_logit_softcapping", &hp->final_softcap}}) {
+    double v = 0;
+    LAYA_TRY(r.num_field(cfg, key, &v, false));
+    *out = static_cast<float>(v);  // range-checked by validate_hparams
+  }
   if (auto u = cfg.find("use_sliding_window"); u != cfg.end() && u->is_boolean() && !u->get<bool>()) return Status::Ok();
   if (auto w = cfg.find("sliding_window"); w != cfg.end() && w->is_number_integer() && w->get<int64_t>() == 0) {
     return Status::Ok();
   }
-  return r.int_field(cfg, "sliding_window", &hp->sliding_window, false);
+  LAYA_TRY(r.int_field(cfg, "sliding_window", &hp->sliding_window, false));
+  if (hp->sliding_window == 0) return Status::Ok();
+  LAYA_TRY(read_hf_swa_layers(r, cfg, arch, hp));
+  hp->rope_theta_local = arch.attn.swa_rope_base;
+  LAYA_TRY(r.num_field(cfg, "rope_local_base_freq", &hp->rope_theta_local, false));
+  if (auto rp = cfg.find("rope_parameters"); rp != cfg.end() && rp->is_object()) {
+    if (auto sl = rp->find("sliding_attention"); sl != rp->end() && sl->is_object()) {
+      if (auto t = sl->find("rope_type"); t != sl->end() && !(t->is_string() && t->get<std::string>() == "default")) {
+        return Status(StatusCode::kUnsupported, fmt::format("{}: rope_parameters.sliding_attention.rope_type = {}: "
+                                                            "the sliding layers' RoPE must be the default one",
+                                                            r.path, dumped(*t)));
+      }
+      LAYA_TRY(r.num_field(*sl, "rope_theta", &hp->rope_theta_local, false));
+    }
+  }
+  return Status::Ok();
 }
 
 // Variants of a supported model type that carry what laya does not run:
@@ -194,8 +270,15 @@ Status Model::load_hf(const std::string& dir) {
   LAYA_ASSIGN_OR_RETURN(nlohmann::json cfg, parse_json(text, cfg_path));
   if (!cfg.is_object()) return Status(StatusCode::kCorrupt, fmt::format("{}: expected a JSON object", cfg_path));
   if (cfg.contains("vision_config")) {
-    return Status(StatusCode::kUnsupported, fmt::format("{}: a model with a vision tower (\"vision_config\") is not "
-                                                        "supported; use its text-only model", cfg_path));
+    // Gemma3ForConditionalGeneration, LLaVA ...: named by its class where config.json says it.
+    std::string what = "a model";
+    if (auto a = cfg.find("architectures"); a != cfg.end() && a->is_array() && !a->empty() && (*a)[0].is_string()) {
+      what = shown((*a)[0].get<std::string>());
+    }
+    return Status(StatusCode::kUnsupported, fmt::format("{}: {} with a vision tower (\"vision_config\") is not "
+                                                        "supported; laya runs text models only (for Gemma 3: a "
+                                                        "Gemma3ForCausalLM folder, model_type gemma3_text)",
+                                                        cfg_path, what));
   }
   if (cfg.contains("text_config") && cfg["text_config"].is_object() && !cfg.contains("hidden_size")) {
     cfg = nlohmann::json(cfg["text_config"]);
@@ -216,6 +299,7 @@ Status Model::load_hf(const std::string& dir) {
   LAYA_TRY(read_hf_rope(reader, cfg, &hp_, &meta_.rope));
   LAYA_TRY(read_hf_special_ids(reader, cfg, &meta_));
   LAYA_TRY(read_hf_family_params(reader, cfg, &hp_));
+  LAYA_TRY(read_hf_attention(reader, cfg, *arch_, &hp_));
   LAYA_TRY(refuse_variants(cfg_path, cfg));
   bool tied = arch_->tied_by_default;
   if (auto it = cfg.find("tie_word_embeddings"); it != cfg.end() && it->is_boolean()) tied = it->get<bool>();

@@ -89,7 +89,7 @@ Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
 
 namespace {
 
-// <arch>.attention.sliding_window, and Granite's multipliers: <arch>.embedding_scale, .residual_scale,
+// Granite's multipliers: <arch>.embedding_scale, .residual_scale,
 // .logit_scale, .attention.scale (llama.cpp's keys), each optional. Checked
 // here: a zero, negative or non-finite multiplier makes every logit wrong.
 Status read_gguf_family_params(const gguf::File& f, const std::string& p, HParams* h) {
@@ -105,9 +105,66 @@ Status read_gguf_family_params(const gguf::File& f, const std::string& p, HParam
     }
     *k.out = static_cast<float>(v);
   }
+  return Status::Ok();
+}
+
+// Which layers slide: <arch>.attention.sliding_window_pattern, a period (as
+// llama.cpp reads it: layer i slides unless i % p == p - 1) or one flag per
+// layer; else the family's period.
+Status read_gguf_swa_layers(const gguf::File& f, const std::string& p, const ArchSpec& arch, HParams* h) {
+  int64_t period = arch.attn.swa_period;
+  const std::string key = p + "attention.sliding_window_pattern";
+  if (const gguf::Value* v = f.find(key); v && v->type == gguf::ValueType::kArray) {
+    LAYA_ASSIGN_OR_RETURN(const gguf::Value* a, f.get_numeric_array(key));
+    if (static_cast<int64_t>(a->count) != h->n_layer) {
+      return Status(StatusCode::kCorrupt, fmt::format("{}: {} has {} entries for {} layers", f.path(), key, a->count,
+                                                      h->n_layer));
+    }
+    for (uint64_t i = 0; i < a->count; ++i) h->swa_layers.push_back(a->array_i64(i) != 0);
+    return Status::Ok();
+  } else if (v) {
+    LAYA_ASSIGN_OR_RETURN(period, f.get_int(key));
+    if (period < 0 || period > (int64_t{1} << 31)) {
+      return Status(StatusCode::kCorrupt, fmt::format("{}: {} = {}, expected a layer period", f.path(), key, period));
+    }
+  }
+  if (period > 0) {
+    for (int64_t i = 0; i < h->n_layer; ++i) h->swa_layers.push_back((i + 1) % period != 0);
+  }
+  return Status::Ok();
+}
+
+// How the layers attend, beyond the Llama block: <arch>.attention.sliding_window
+// and which layers it applies to, the sliding layers' RoPE base
+// (rope.freq_base_swa), soft-capping (attn_logit_softcapping,
+// final_logit_softcapping); the family's defaults (ArchSpec::attn) where the
+// file is silent, as llama.cpp reads these files.
+Status read_gguf_attention(const gguf::File& f, const std::string& p, const ArchSpec& arch, HParams* h) {
+  const AttentionDefaults& ad = arch.attn;
+  h->sliding_window = ad.gguf_window;
   if (f.find(p + "attention.sliding_window")) {
     LAYA_ASSIGN_OR_RETURN(h->sliding_window, f.get_int(p + "attention.sliding_window"));
     if (h->sliding_window < 0) h->sliding_window = 0;
+  }
+  if (h->sliding_window > 0) {
+    LAYA_TRY(read_gguf_swa_layers(f, p, arch, h));
+    h->rope_theta_local = ad.swa_rope_base;
+    if (f.find(p + "rope.freq_base_swa")) {
+      LAYA_ASSIGN_OR_RETURN(h->rope_theta_local, f.get_float(p + "rope.freq_base_swa"));
+    }
+  }
+  h->attn_softcap = ad.gguf_attn_softcap;
+  h->final_softcap = ad.gguf_final_softcap;
+  for (auto [suffix, out] : {std::pair{"attn_logit_softcapping", &h->attn_softcap},
+                             std::pair{"final_logit_softcapping", &h->final_softcap}}) {
+    if (!f.find(p + suffix)) continue;
+    LAYA_ASSIGN_OR_RETURN(double v, f.get_float(p + suffix));
+    *out = static_cast<float>(v);  // range-checked by validate_hparams
+  }
+  // No query_pre_attn_scalar in GGUF: head_dim^-0.5, or (n_embd / n_head)^-0.5
+  // for the family's 27B model.
+  if (h->attn_scale == 0 && ad.gguf_wide_scale_layers > 0 && h->n_layer == ad.gguf_wide_scale_layers) {
+    h->attn_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(h->n_embd / h->n_head)));
   }
   return Status::Ok();
 }
@@ -119,6 +176,11 @@ Status Model::load_gguf(const std::string& path) {
   const gguf::File& f = *gguf_;
   LAYA_ASSIGN_OR_RETURN(std::string arch, f.get_string("general.architecture"));
   arch_ = find_arch_by_gguf_name(arch);
+  if (arch == "clip") {  // llama.cpp's mmproj files: a vision tower (Gemma 3's SigLIP, LLaVA's ...) and its projector
+    return Status(StatusCode::kUnsupported, fmt::format("{}: general.architecture = \"clip\": a vision tower and "
+                                                        "projector (mmproj) file, not a language model; laya runs "
+                                                        "text models only: load the model's own GGUF", path));
+  }
   if (!arch_) {
     return Status(StatusCode::kUnsupported, fmt::format("{}: general.architecture = {} is not supported (supported: {})",
                                                         path, shown(arch), supported_arch_list()));
@@ -168,6 +230,7 @@ Status Model::load_gguf(const std::string& path) {
     meta_.rope.type = type;
   }
   LAYA_TRY(read_gguf_family_params(f, p, &hp_));
+  LAYA_TRY(read_gguf_attention(f, p, *arch_, &hp_));
   if (const gguf::Value* toks = f.find("tokenizer.ggml.tokens"); toks && toks->type == gguf::ValueType::kArray) {
     meta_.n_tokens = static_cast<int64_t>(toks->count);
   }

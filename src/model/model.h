@@ -41,6 +41,9 @@ struct LayerWeights {
   Tensor bo;                        // (n_embd)
   Tensor b_up;                      // (n_ff)
   Tensor b_down;                    // (n_embd)
+  // RMSNorms of the attention's and the feed-forward's outputs before they
+  // join the residual stream (gemma2, gemma3).
+  Tensor attn_post_norm, ffn_post_norm;  // (n_embd)
 };
 
 struct ModelWeights {

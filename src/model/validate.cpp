@@ -98,6 +98,36 @@ Status check_special_id(int64_t id, const std::string& key, int64_t n_vocab, con
                                 "from another vocabulary?", key, id, n_vocab, n_vocab - 1));
 }
 
+// The attention's extras: the sliding window and its layers, soft-capping,
+// the sliding layers' RoPE base.
+Status check_attention(const HParams& h, const MetaKeys& k) {
+  const std::string p = k.gguf ? k.arch + "." : "";
+  if (h.sliding_window < 0 || h.sliding_window > kMaxContext) {
+    return corrupt(k, fmt::format("{}{} = {}, expected 0 (none) to {} positions", p,
+                                  k.gguf ? "attention.sliding_window" : "sliding_window", h.sliding_window, kMaxContext));
+  }
+  if (!h.swa_layers.empty() && static_cast<int64_t>(h.swa_layers.size()) != h.n_layer) {
+    return corrupt(k, fmt::format("{} lists {} layers' attention but the model has {} = {} layers",
+                                  k.gguf ? p + "attention.sliding_window_pattern" : "layer_types", h.swa_layers.size(),
+                                  k.n_layer, h.n_layer));
+  }
+  for (auto [key, v] : {std::pair{"attn_logit_softcapping", h.attn_softcap},
+                        std::pair{"final_logit_softcapping", h.final_softcap}}) {
+    if (!(std::isfinite(v) && v >= 0 && v < 1e6)) {
+      return corrupt(k, fmt::format("{}{} = {:g}, expected a finite number >= 0 (0: none; x becomes cap * tanh(x / "
+                                    "cap), so a negative or NaN cap flips or poisons every score; Gemma 2 uses 50 and "
+                                    "30)", p, key, v));
+    }
+  }
+  if (h.rope_theta_local != 0 && !(std::isfinite(h.rope_theta_local) && h.rope_theta_local > 1 &&
+                                   h.rope_theta_local <= FLT_MAX)) {
+    return corrupt(k, fmt::format("{} = {:g}, expected a finite number > 1 (the sliding layers' RoPE base; Gemma 3 "
+                                  "uses 10000)", k.gguf ? p + "rope.freq_base_swa" : std::string("rope_local_base_freq"),
+                                  h.rope_theta_local));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 MetaKeys MetaKeys::for_gguf(const std::string& path, const std::string& arch) {
@@ -174,6 +204,7 @@ Status validate_hparams(const HParams& h, const DeclaredMeta& d, const MetaKeys&
                                   "corrupted value?", k.n_ctx, h.n_ctx_train, kMaxContext));
   }
   LAYA_TRY(check_heads(h, d, k));
+  LAYA_TRY(check_attention(h, k));
   return check_rope_scaling(d.rope, k);
 }
 

@@ -97,6 +97,10 @@ void write_metadata(const ModelPreset& p, MkType type, const VocabMeta& vocab, g
     w.set_u32(a + "attention.value_length", static_cast<uint32_t>(p.head_dim));
   }
   w.set_u32(a + "vocab_size", static_cast<uint32_t>(p.n_vocab));
+  if (p.embd_scale > 0) w.set_f32(a + "embedding_scale", p.embd_scale);
+  if (p.residual_scale > 0) w.set_f32(a + "residual_scale", p.residual_scale);
+  if (p.attn_scale > 0) w.set_f32(a + "attention.scale", p.attn_scale);
+  if (p.logit_scale > 0) w.set_f32(a + "logit_scale", p.logit_scale);
   w.set_string("tokenizer.ggml.model", vocab.model);
   w.set_string("tokenizer.ggml.pre", vocab.pre);
   w.set_string_array("tokenizer.ggml.tokens", vocab.tokens);
@@ -204,6 +208,10 @@ nlohmann::json mlx_config(const ModelPreset& p, int bits) {
                       {"rms_norm_eps", p.rms_eps}, {"rope_theta", p.rope_theta}, {"tie_word_embeddings", p.tied},
                       {"attention_bias", p.qkv_bias}, {"torch_dtype", "bfloat16"}};
   if (auto it = kClass.find(p.arch); it != kClass.end()) c["architectures"] = {it->second};
+  if (p.embd_scale > 0) c["embedding_multiplier"] = p.embd_scale;  // Granite's (see ModelPreset)
+  if (p.residual_scale > 0) c["residual_multiplier"] = p.residual_scale;
+  if (p.attn_scale > 0) c["attention_multiplier"] = p.attn_scale;
+  if (p.logit_scale > 0) c["logits_scaling"] = p.logit_scale;
   if (p.rope_factor > 0) {
     c["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", p.rope_factor}, {"low_freq_factor", p.rope_low_freq},
                          {"high_freq_factor", p.rope_high_freq}, {"original_max_position_embeddings", p.rope_orig_ctx}};

@@ -77,6 +77,7 @@ const std::vector<ModelPreset>& model_presets() {
       g.name = "granite-0.5b";
       g.arch = "granite";
       g.n_head_kv = 4, g.n_ff = 4096, g.n_vocab = 49155, g.rope_theta = 5000000, g.tied = true;
+      g.embd_scale = 12.0f, g.residual_scale = 0.22f, g.attn_scale = 0.015625f, g.logit_scale = 8.0f;  // 3.1-2b's
       v.push_back(g);
       ModelPreset s = p;  // bigcode/starcoder2-3b's: GQA, biases, LayerNorm, tied, vocab 49152
       s.name = "starcoder2-0.5b";
@@ -122,6 +123,7 @@ const std::vector<ModelPreset>& model_presets() {
         f.arch = fam;
         f.qkv_bias = f.arch == "starcoder2";
         f.tied = f.arch != "phi3";
+        if (f.arch == "granite") f.embd_scale = 12.0f, f.residual_scale = 0.22f, f.attn_scale = 0.015625f, f.logit_scale = 8.0f;
         v.push_back(f);
       }
       ModelPreset s = p;

@@ -30,6 +30,11 @@ struct ModelPreset {
   // Llama 3 rope scaling, written as rope_freqs.weight (factor 0 = none).
   double rope_factor = 0, rope_low_freq = 1, rope_high_freq = 4;
   int64_t rope_orig_ctx = 8192;
+  // Granite's multipliers (config.json's embedding_multiplier, residual_multiplier,
+  // attention_multiplier, logits_scaling), written as llama.cpp's <arch>.embedding_scale,
+  // .residual_scale, .attention.scale and .logit_scale; 0 = not written. llama.cpp's granite
+  // loader requires logit_scale.
+  float embd_scale = 0, residual_scale = 0, attn_scale = 0, logit_scale = 0;
   std::string tokenizer;  // "llama3", "qwen3" (fixture tokenizer.json) or "synthetic"
   bool hidden = false;    // test presets, not listed in --help
 

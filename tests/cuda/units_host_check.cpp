@@ -19,6 +19,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cuda/layout.h"
+#include "format/mlx_quantize.h"
 #include "format/quantize.h"
 
 namespace laya::cuda {
@@ -47,6 +48,10 @@ double unit_dot(const DevMat& m, int64_t r, const float* xs) {
     case DType::Q4_K: return row_dot_lanes<UnitK<false>>(m, r, xs);
     case DType::Q5_K: return row_dot_lanes<UnitK<true>>(m, r, xs);
     case DType::Q6_K: return row_dot_lanes<UnitQ6>(m, r, xs);
+    case DType::MLX_Q4:
+      return mlx_unit_type(m.type, m.group_type) ? row_dot_lanes<UnitMlx<4>>(m, r, xs) : row_dot_lanes<UnitGeneric>(m, r, xs);
+    case DType::MLX_Q8:
+      return mlx_unit_type(m.type, m.group_type) ? row_dot_lanes<UnitMlx<8>>(m, r, xs) : row_dot_lanes<UnitGeneric>(m, r, xs);
     default: return row_dot_lanes<UnitGeneric>(m, r, xs);
   }
 }
@@ -114,6 +119,69 @@ int check(DType type, int64_t cols, std::mt19937& rng) {
   return bad;
 }
 
+// An MLX affine matrix (bits, group, scale type) quantized as mlx-lm does
+// (format/mlx_quantize.h), packed by cuda/layout.cpp (rows, then the (scale,
+// bias) pairs), against the scalar reference (cpu/ref/affine_ref.cpp): deq32
+// exactly, the decode unit (UnitMlx for 4 / 8 bits with 16-bit scales, else
+// UnitGeneric) on x staged with its sums of 32 (x_sum32) to 1e-5.
+int check_mlx(int bits, int group, DType ptype, int64_t cols, std::mt19937& rng) {
+  const int64_t rows = 5;
+  std::normal_distribution<float> nd(0.f, 1.f);
+  std::vector<float> src(static_cast<size_t>(rows * cols));
+  for (auto& v : src) v = nd(rng) * 0.1f;
+  const MlxQuantizedMatrix q = mlx_quantize(src.data(), rows, cols, bits, group, ptype);
+  Tensor t;
+  t.type = mlx_type(bits);
+  t.n_dims = 2;
+  t.ne[0] = cols;
+  t.ne[1] = rows;
+  t.data = q.q.data();
+  t.nbytes = q.q.size();
+  t.groups = GroupParams{q.scales.data(), q.biases.data(), ptype, group, q.scales.size()};
+  std::vector<uint4> dev((dev_bytes(t) + 15) / 16);  // 16-byte aligned, as a device allocation is
+  uint8_t* d = reinterpret_cast<uint8_t*>(dev.data());
+  pack_tensor(t, d);
+  DevMat m;
+  m.type = t.type;
+  m.rows = rows;
+  m.cols = cols;
+  m.data = d;
+  m.stride = dev_stride(t.type, cols);
+  m.scales = reinterpret_cast<const uint16_t*>(d + rows * m.stride);
+  m.group = group;
+  m.group_type = ptype;
+
+  const cpu::KernelTable& ref = *cpu::kernels_for(cpu::Isa::kScalar);
+  const int64_t padded = (cols + 255) / 256 * 256;
+  std::vector<float> x(static_cast<size_t>(padded), 0.f), want(static_cast<size_t>(cols));
+  for (int64_t i = 0; i < cols; ++i) x[static_cast<size_t>(i)] = nd(rng);
+  std::vector<float> xs(static_cast<size_t>(xpad_size(padded)), std::nanf(""));
+  for (int64_t i = 0; i < padded; ++i) xs[static_cast<size_t>(xpad(i))] = x[static_cast<size_t>(i)];
+  for (int64_t i = 0; i < padded; i += kXPadEvery) x_sum32(xs.data() + xpad(i));  // as stage_x_sums does
+  double worst_deq = 0, worst_dot = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    ref.affine_dequantize[bits](cpu::affine_row(t.data, t.row_stride(), t.groups, cols, r), want.data(), cols);
+    for (int64_t g = 0; g * 32 < cols; ++g) {
+      float got[32];
+      deq32(m, r, g, got);
+      for (int j = 0; j < 32; ++j)
+        worst_deq = std::max(worst_deq, static_cast<double>(std::fabs(got[j] - want[static_cast<size_t>(g * 32 + j)])));
+    }
+    double exact = 0, mag = 0;
+    for (int64_t i = 0; i < cols; ++i) {
+      exact += static_cast<double>(want[static_cast<size_t>(i)]) * x[static_cast<size_t>(i)];
+      mag += std::fabs(static_cast<double>(want[static_cast<size_t>(i)]) * x[static_cast<size_t>(i)]);
+    }
+    const double err = std::fabs(unit_dot(m, r, xs.data()) - exact) / std::max(mag / std::sqrt(static_cast<double>(cols)), 1e-30);
+    worst_dot = std::max(worst_dot, err);
+  }
+  // F32 scales: s·q is rounded, and a fused multiply-add may round once less than the reference.
+  const bool ok = worst_deq <= (ptype == DType::F32 ? 1e-7 : 0.0) && worst_dot <= 1e-5;
+  std::printf("%-6s g%-3d %-4s cols %4lld: dequantize max |d| %.2e, decode unit rel err %.2e  %s\n", dtype_name(t.type),
+              group, dtype_name(ptype), static_cast<long long>(cols), worst_deq, worst_dot, ok ? "ok" : "FAILED");
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace laya::cuda
 
@@ -127,6 +195,13 @@ int main() {
     for (int64_t cols : {32, 288, 2048}) bad += laya::cuda::check(t, cols, rng);
   for (DType t : {DType::Q4_K, DType::Q5_K, DType::Q6_K})
     for (int64_t cols : {256, 512, 2048}) bad += laya::cuda::check(t, cols, rng);
+  for (int bits : {2, 3, 4, 5, 6, 8})
+    for (int group : {32, 64, 128})
+      for (DType pt : {DType::F16, DType::BF16, DType::F32}) bad += laya::cuda::check_mlx(bits, group, pt, 384, rng);
+  for (DType pt : {DType::F16, DType::BF16}) {  // rows of several 256-value stagings
+    bad += laya::cuda::check_mlx(4, 64, pt, 2304, rng);
+    bad += laya::cuda::check_mlx(8, 128, pt, 2304, rng);
+  }
   std::printf(bad ? "%d FAILED\n" : "all ok\n", bad);
   return bad ? 1 : 0;
 }

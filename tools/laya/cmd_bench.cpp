@@ -192,9 +192,10 @@ void print_results(const BenchArgs& a, const Engine& eng, const Model& model, co
     std::printf("{\"model\": %s, \"threads\": %d, \"n_prompt\": %d, \"n_gen\": %d, \"depth\": %d, \"reps\": %d, "
                 "\"prefill_tok_s\": %.3f, \"decode_tok_s\": %.3f, \"decode_ms_mean\": %.4f, \"decode_ms_p50\": %.4f, "
                 "\"decode_ms_p99\": %.4f, \"decode_ms_p999\": %.4f, \"decode_ms_max\": %.4f, \"decode_gb_s\": %.3f, "
-                "\"same_position\": %s, \"weight_bytes_per_token\": %.0f, \"peak_rss_mb\": %.1f}\n",
+                "\"same_position\": %s, \"weight_bytes_per_token\": %.0f, \"peak_rss_mb\": %.1f, \"step\": %s}\n",
                 model_json.c_str(), eng.options().n_threads, a.n_prompt, a.n_gen, a.depth, a.reps, m.best_prefill,
-                decode_tok_s, mean_ms, p50, p99, p999, mx, gbs, a.same_position ? "true" : "false", bpt, rss);
+                decode_tok_s, mean_ms, p50, p99, p999, mx, gbs, a.same_position ? "true" : "false", bpt, rss,
+                nlohmann::json(eng.backend().decode_step_note()).dump().c_str());
   } else {
     std::printf("model          %s\nthreads        %d\n", a.flags.model_path.c_str(), eng.options().n_threads);
     if (a.n_prompt > 0) std::printf("prefill        %.1f tok/s (%d tokens)\n", m.best_prefill, a.n_prompt);
@@ -202,6 +203,7 @@ void print_results(const BenchArgs& a, const Engine& eng, const Model& model, co
     std::printf("decode step    p50 %.3f ms  p99 %.3f ms  p99.9 %.3f ms  max %.3f ms\n", p50, p99, p999, mx);
     std::printf("bandwidth      %.2f GB/s effective (%.1f MB of weights per token)\n", gbs, bpt / 1e6);
     std::printf("peak RSS       %.1f MB\n", rss);
+    if (const std::string note = eng.backend().decode_step_note(); !note.empty()) std::printf("decode steps   %s\n", note.c_str());
   }
 }
 

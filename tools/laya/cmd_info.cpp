@@ -23,8 +23,14 @@ std::string family_use(const Model& m) {
   if (h.attn_scale > 0.0f) s += fmt::format("; attention scale {:g}", h.attn_scale);
   if (h.residual_scale != 1.0f) s += fmt::format("; residual ×{:g}", h.residual_scale);
   if (h.logit_scale != 1.0f) s += fmt::format("; logits ÷{:g}", h.logit_scale);
-  if (h.sliding_window > 0)
-    s += fmt::format("; sliding window {} (the context stops there: no windowed attention yet)", h.sliding_window);
+  if (h.sliding_window > 0) {
+    int64_t local = 0;
+    for (int64_t il = 0; il < h.n_layer; ++il) local += h.window(il) > 0;
+    s += fmt::format("; sliding window {} on {} of {} layers", h.sliding_window, local, h.n_layer);
+    if (h.rope_theta_local > 0) s += fmt::format(" (their RoPE base {:g})", h.rope_theta_local);
+  }
+  if (h.attn_softcap > 0) s += fmt::format("; attention scores soft-capped at {:g}", h.attn_softcap);
+  if (h.final_softcap > 0) s += fmt::format("; logits soft-capped at {:g}", h.final_softcap);
   return s;
 }
 

@@ -199,6 +199,10 @@ def family_spec(name):
     else:
         # Six layers, the sixth global: llama.cpp reads Gemma 3 GGUFs with a fixed
         # pattern of five sliding layers then a global one (set_swa_pattern(6)).
+        # RoPE base 1e6 for the global layer, 10000 for the sliding ones
+        # (transformers 5 writes them as rope_parameters per layer type); no rope
+        # scaling (Gemma 3 1B's; the 4B-27B's linear 8 on the global layers has
+        # no reference here yet).
         kw = dict(vocab_size=V, head_dim=HEAD_DIM, rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh",
                   query_pre_attn_scalar=HEAD_DIM, sliding_window=SLIDING,
                   layer_types=["sliding_attention"] * 5 + ["full_attention"], **ids, **(common | {"num_hidden_layers": 6}))

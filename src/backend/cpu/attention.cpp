@@ -14,43 +14,45 @@ namespace {
 inline float widen(float x) { return x; }
 inline float widen(uint16_t x) { return fp16_to_f32(x); }
 
-// Softmax attention of the group's heads; kat(j, i) / vat(j, i) give the
-// cached K / V value of position j, dimension i, whatever the layout.
+// Softmax attention of the group's heads over positions [p.first, n_kv);
+// kat(j, i) / vat(j, i) give the cached K / V value of position j, dimension
+// i, whatever the layout.
 template <typename KAt, typename VAt>
-void attend_group_ref(const float* q, int group, int64_t hd, int64_t n_kv, float scale, float* scores, float* out, KAt kat,
-                      VAt vat) {
+void attend_group_ref(const float* q, int group, int64_t hd, int64_t n_kv, const AttendParams& p, float* scores,
+                      float* out, KAt kat, VAt vat) {
   const int64_t ss = scores_stride(n_kv);
   for (int h = 0; h < group; ++h) {
     float* sc = scores + h * ss;
     float mx = -INFINITY;
-    for (int64_t j = 0; j < n_kv; ++j) {
+    for (int64_t j = p.first; j < n_kv; ++j) {
       float d = 0;
       for (int64_t i = 0; i < hd; ++i) d += kat(j, i) * q[h * hd + i];
-      sc[j] = d * scale;
+      sc[j] = d * p.scale;
+      if (p.softcap > 0) sc[j] = p.softcap * std::tanh(sc[j] / p.softcap);
       mx = sc[j] > mx ? sc[j] : mx;
     }
     double sum = 0;
-    for (int64_t j = 0; j < n_kv; ++j) {
+    for (int64_t j = p.first; j < n_kv; ++j) {
       sc[j] = std::exp(sc[j] - mx);
       sum += sc[j];
     }
     const float inv = static_cast<float>(1.0 / sum);
     float* o = out + h * hd;
     std::memset(o, 0, static_cast<size_t>(hd) * sizeof(float));
-    for (int64_t j = 0; j < n_kv; ++j) {
-      const float p = sc[j] * inv;
-      for (int64_t i = 0; i < hd; ++i) o[i] += p * vat(j, i);
+    for (int64_t j = p.first; j < n_kv; ++j) {
+      const float w = sc[j] * inv;
+      for (int64_t i = 0; i < hd; ++i) o[i] += w * vat(j, i);
     }
   }
 }
 
 // The float32 / fp16 layouts: K blocked, V rows, in blocks of kv.block_pos positions.
 template <typename T>
-void attend_group_ref(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                      float* scores, float* out) {
+void attend_group_ref(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                      const AttendParams& p, float* scores, float* out) {
   const int64_t bp = kv.block_pos;
   attend_group_ref(
-      q, group, hd, n_kv, scale, scores, out,
+      q, group, hd, n_kv, p, scores, out,
       [&](int64_t j, int64_t i) { return widen(reinterpret_cast<const T*>(kv.k(j / bp))[k_index(j % bp, i, hd)]); },
       [&](int64_t j, int64_t i) { return widen(reinterpret_cast<const T*>(kv.v(j / bp))[(j % bp) * hd + i]); });
 }
@@ -85,21 +87,22 @@ bool simd_shape(int group, int64_t hd) {
 
 }  // namespace
 
-void attend_group_scalar(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                         float* scores, float* out) {
-  attend_group_ref<float>(q, group, hd, kv, n_kv, scale, scores, out);
+void attend_group_scalar(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                         const AttendParams& p, float* scores, float* out) {
+  attend_group_ref<float>(q, group, hd, kv, n_kv, p, scores, out);
 }
 
-void attend_group_f16_scalar(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                             float* scores, float* out) {
-  attend_group_ref<uint16_t>(q, group, hd, kv, n_kv, scale, scores, out);
+void attend_group_f16_scalar(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                             const AttendParams& p, float* scores, float* out) {
+  attend_group_ref<uint16_t>(q, group, hd, kv, n_kv, p, scores, out);
 }
 
-void attend_group_q8_scalar(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                            float* scores, float* out) {
+void attend_group_q8_scalar(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                            const AttendParams& p, float* scores, float* out) {
   const int64_t bp = kv.block_pos;
   attend_group_ref(
-      q, group, hd, n_kv, scale, scores, out, [&](int64_t j, int64_t i) { return q8_k_at(kv.k(j / bp), j % bp, i, hd); },
+      q, group, hd, n_kv, p, scores, out,
+      [&](int64_t j, int64_t i) { return q8_k_at(kv.k(j / bp), j % bp, i, hd); },
       [&](int64_t j, int64_t i) { return q8_v_at(kv.v(j / bp), j % bp, i, hd); });
 }
 

@@ -51,34 +51,45 @@ struct KvHeadBlocks {
   }
 };
 
+// How a group attends besides its query: the score scale, the soft-cap
+// (scores become softcap * tanh(score / softcap) before the softmax; 0: none)
+// and the first position read (a sliding window: positions [first, n_kv);
+// the cache before it is not read at all, except by a SIMD kernel for the
+// rest of first's 16-position K block, whose weights it sets to 0).
+struct AttendParams {
+  float scale;
+  float softcap = 0;
+  int64_t first = 0;
+};
+
 // q: (group, hd) query heads; kv: this KV head's blocks, of the cache type the
 // function is for (float32, fp16 or Q8_0); scores: scratch of
-// group * scores_stride(n_kv) floats; out: (group, hd).
-using AttendGroupFn = void (*)(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                               float* scores, float* out);
+// group * scores_stride(n_kv) floats; out: (group, hd). 0 <= first < n_kv.
+using AttendGroupFn = void (*)(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                               const AttendParams& p, float* scores, float* out);
 
 // Scalar references, one per cache type (fp16 values are widened exactly,
 // arithmetic in float32).
-void attend_group_scalar(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                         float* scores, float* out);
-void attend_group_f16_scalar(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                             float* scores, float* out);
-void attend_group_q8_scalar(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                            float* scores, float* out);
+void attend_group_scalar(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                         const AttendParams& p, float* scores, float* out);
+void attend_group_f16_scalar(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                             const AttendParams& p, float* scores, float* out);
+void attend_group_q8_scalar(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                            const AttendParams& p, float* scores, float* out);
 #if defined(LAYA_HAVE_X86)
 // hd in {16, 32, 64, 128, 256} (Q8_0: {32, 64, 128, 256}), group <= 8.
-void attend_group_avx2(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                       float* scores, float* out);
-void attend_group_f16_avx2(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                           float* scores, float* out);
-void attend_group_q8_avx2(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                          float* scores, float* out);
-void attend_group_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                         float* scores, float* out);
-void attend_group_f16_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                             float* scores, float* out);
-void attend_group_q8_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                            float* scores, float* out);
+void attend_group_avx2(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                       const AttendParams& p, float* scores, float* out);
+void attend_group_f16_avx2(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                           const AttendParams& p, float* scores, float* out);
+void attend_group_q8_avx2(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                          const AttendParams& p, float* scores, float* out);
+void attend_group_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                         const AttendParams& p, float* scores, float* out);
+void attend_group_f16_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                             const AttendParams& p, float* scores, float* out);
+void attend_group_q8_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                            const AttendParams& p, float* scores, float* out);
 #endif
 
 // The fastest for this CPU, cache type (F32, F16, Q8_0) and shape, or the scalar one.

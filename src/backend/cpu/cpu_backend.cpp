@@ -418,6 +418,19 @@ void CpuBackend::run_rows(int64_t n, int64_t n_tok, F&& rows) {
   });
 }
 
+template <typename F>
+void CpuBackend::run_split(int64_t n, int64_t grain, int64_t serial_below, F&& fn) {
+  if (n < serial_below || pool_.active() <= 1) {
+    if (n > 0) fn(int64_t{0}, n);
+    return;
+  }
+  pool_.run_each([&](int ti, int nt) {
+    int64_t b, e;
+    split(n, ti, nt, grain, &b, &e);
+    if (b < e) fn(b, e);
+  });
+}
+
 void CpuBackend::reset_row_counters(int64_t n) {
   // Split over the threads the job will run on; claim_rows visits all of
   // these counters whatever thread count the job then runs with, so every
@@ -533,37 +546,51 @@ Status CpuBackend::add(float* y, const float* x, int64_t n) {
   return Status::Ok();
 }
 
+// The families' elementwise ops: a decode step's (n_embd or most n_ff values)
+// on the caller's thread, less work than a wake-up of the pool costs; a
+// prefill's (n_tok times as many) or the logits' (n_vocab) split across it, in
+// whole cache lines. (The threshold is the scalar GELU's; not re-measured for
+// the SIMD kernels.)
+constexpr int64_t kSerialElements = 16384;
+constexpr int64_t kElementGrain = 64;
+
 Status CpuBackend::scale(float* x, int64_t n, float s) {
-  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+  run_split(n, kElementGrain, kSerialElements, [&](int64_t b, int64_t e) { kt_->scale_f32(x + b, e - b, s); });
   return Status::Ok();
 }
 
 Status CpuBackend::mul(float* y, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] *= x[i];
+  run_split(n, kElementGrain, kSerialElements, [&](int64_t b, int64_t e) { kt_->mul_f32(y + b, x + b, e - b); });
   return Status::Ok();
 }
 
-Status CpuBackend::gelu(float* x, int64_t n) {
-  // In float32 as transformers computes it; tanh rather than erf, as the
-  // families that use it were trained with (gelu_pytorch_tanh). A tanh per
-  // value of the feed-forward (n_tok * n_ff): split across the pool, so a
-  // prefill's millions of them do not wait on one core.
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  auto span = [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const float v = x[i];
-      x[i] = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
-    }
-  };
-  if (n < 16384) {  // a decode step's: less than a wake-up of the pool costs
-    span(0, n);
-    return Status::Ok();
+template <typename Span>
+void CpuBackend::elementwise(int64_t n, const Span& span) {
+  if (n < 16384) {  // a decode step's feed-forward: less than a wake-up of the pool costs
+    span(int64_t{0}, n);
+    return;
   }
   pool_.run_each([&](int ti, int nt) {
     int64_t b, e;
     split(n, ti, nt, 64, &b, &e);
     span(b, e);
   });
+}
+
+Status CpuBackend::softcap(float* x, int64_t n, float cap) {
+  // A tanh per logit (Gemma 2's 256k a token): split across the pool like gelu.
+  const float inv = 1.0f / cap;
+  elementwise(n, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) x[i] = cap * std::tanh(x[i] * inv);
+  });
+  return Status::Ok();
+}
+
+Status CpuBackend::gelu(float* x, int64_t n) {
+  // In float32; the tanh approximation, as the families that use it were
+  // trained with (gelu_pytorch_tanh). A prefill's millions of values split
+  // across the pool.
+  run_split(n, kElementGrain, kSerialElements, [&](int64_t b, int64_t e) { kt_->gelu_f32(x + b, e - b); });
   return Status::Ok();
 }
 
@@ -571,18 +598,12 @@ Status CpuBackend::layer_norm(const float* x, const Tensor& wt, const Tensor& bt
                               float* out) {
   const float* w = reinterpret_cast<const float*>(wt.data);
   const float* b = reinterpret_cast<const float*>(bt.data);
-  for (int64_t r = 0; r < n_rows; ++r) {
-    const float* xr = x + r * n;
-    float* o = out + r * n;
-    // Mean, then the variance about it (two passes, in double as rms_norm's mean square).
-    double sum = 0, ss = 0;
-    for (int64_t i = 0; i < n; ++i) sum += xr[i];
-    const double mean = sum / static_cast<double>(n);
-    for (int64_t i = 0; i < n; ++i) ss += (xr[i] - mean) * (xr[i] - mean);
-    const float m = static_cast<float>(mean);
-    const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
-    for (int64_t i = 0; i < n; ++i) o[i] = (xr[i] - m) * inv * w[i] + b[i];
-  }
+  // Rows split across the pool once there are as many values as make an
+  // elementwise op worth splitting (a prefill's; a decode step's one row stays here).
+  const int64_t serial_rows = (kSerialElements + n - 1) / std::max<int64_t>(n, 1);
+  run_split(n_rows, 1, std::max<int64_t>(serial_rows, 2), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) kt_->layer_norm_f32(x + r * n, w, b, n, eps, out + r * n);
+  });
   return Status::Ok();
 }
 
@@ -668,9 +689,11 @@ Status CpuBackend::attention(const KvLayerView& kv, const float* q, int64_t n_to
     float* scores = scratch_[static_cast<size_t>(ti)].scores.data();
     for (int64_t w = b; w < e; ++w) {
       const int64_t t = w / s.n_head_kv, g = w % s.n_head_kv;
-      const int64_t first_head = t * s.n_head + g * group;
-      attend(q + first_head * hd, static_cast<int>(group), hd, head_blocks(kv, g), pos0 + t + 1, s.scale, scores,
-             out + first_head * hd);
+      const int64_t first_head = t * s.n_head + g * group, n_kv = pos0 + t + 1;
+      // A sliding window reads only its last s.window positions (the cache keeps them all).
+      const int64_t first = s.window > 0 && n_kv > s.window ? n_kv - s.window : 0;
+      attend(q + first_head * hd, static_cast<int>(group), hd, head_blocks(kv, g), n_kv,
+             cpu::AttendParams{s.scale, s.softcap, first}, scores, out + first_head * hd);
     }
   });
   return Status::Ok();

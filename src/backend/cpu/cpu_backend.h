@@ -49,6 +49,7 @@ class CpuBackend final : public Backend {
   Status add_bias(float* y, const Tensor& b, int64_t n_rows, int64_t n) override;
   Status add(float* y, const float* x, int64_t n) override;
   Status scale(float* x, int64_t n, float s) override;
+  Status softcap(float* x, int64_t n, float cap) override;
   Status mul(float* y, const float* x, int64_t n) override;
   Status gelu(float* x, int64_t n) override;
   Status layer_norm(const float* x, const Tensor& w, const Tensor& b, int64_t n_rows, int64_t n, float eps,
@@ -75,6 +76,10 @@ class CpuBackend final : public Backend {
               const std::function<void()>& report);
   // Locks [p, p + n) when opt_.lock_memory; the first refusal goes to lock_note_.
   void lock(const void* p, size_t n, const char* what);
+  // span(b, e) over [0, n): on this thread for a decode step's n, split
+  // across the pool for a prefill's (gelu, softcap: a tanh per value).
+  template <typename Span>
+  void elementwise(int64_t n, const Span& span);
 
   // y (n_tok, ldy) rows r of the tile rowp[0..nr) for tokens x (n_tok, cols).
   void gemm_rows(const float* const* rowp, int64_t nr, const float* x, int64_t cols, int64_t n_tok, float* y, int64_t ldy,
@@ -154,6 +159,10 @@ class CpuBackend final : public Backend {
   // decode step, an even split (grain 16) for a multi-token pass.
   template <typename F>
   void run_rows(int64_t n, int64_t n_tok, F&& rows);
+  // Runs fn(b, e) over [0, n) split evenly across the pool in units of
+  // `grain`, or fn(0, n) on the caller's thread when n < serial_below.
+  template <typename F>
+  void run_split(int64_t n, int64_t grain, int64_t serial_below, F&& fn);
   // Calls f(b, e) for every chunk thread ti claims until all rows are done.
   template <typename F>
   void claim_rows(int ti, int nt, F&& f) {

@@ -90,7 +90,21 @@ struct KernelTable {
   // Plain float helpers used by attention / prefill.
   float (*dot_f32)(const float* a, const float* b, int64_t n);
   void (*axpy_f32)(float a, const float* x, float* y, int64_t n);  // y += a*x
+  // The model families' elementwise and per-row ops (Backend::scale, mul,
+  // gelu, layer_norm: the backend splits them across its threads). SIMD
+  // tables share one source, cpu/vec_ops.h. x may equal y.
+  void (*scale_f32)(float* x, int64_t n, float s);     // x *= s
+  void (*mul_f32)(float* y, const float* x, int64_t n);  // y *= x
+  void (*gelu_f32)(float* x, int64_t n);               // x = gelu_tanh(x) (kGelu*)
+  // One row: out = (x - mean) / sqrt(var + eps) * w + b, mean and variance
+  // summed in double (two passes).
+  void (*layer_norm_f32)(const float* x, const float* w, const float* b, int64_t n, float eps, float* out);
 };
+
+// GELU's tanh approximation (transformers' gelu_pytorch_tanh):
+// 0.5·x·(1 + tanh(kGeluSqrt2OverPi · (x + kGeluCubic · x³))).
+inline constexpr float kGeluSqrt2OverPi = 0.7978845608028654f;
+inline constexpr float kGeluCubic = 0.044715f;
 
 // Table of one ISA; nullptr when the CPU or the build lacks it.
 const KernelTable* kernels_for(Isa isa);
@@ -109,8 +123,10 @@ void fill_scalar_table(KernelTable& t);
 void fill_avx2_table(KernelTable& t);    // only when LAYA_HAVE_X86 is defined
 void fill_avx512_table(KernelTable& t);  // only when LAYA_HAVE_X86 is defined
 void fill_neon_table(KernelTable& t);    // only when LAYA_HAVE_ARM is defined
-// The MLX affine entries (cpu/ref/affine_ref.cpp, cpu/x86/affine_avx2.cpp).
+// The MLX affine entries (cpu/ref/affine_ref.cpp, cpu/x86/affine_avx2.cpp,
+// cpu/arm/affine_neon.cpp).
 void fill_affine_scalar(KernelTable& t);
 void fill_affine_avx2(KernelTable& t);   // only when LAYA_HAVE_X86 is defined
+void fill_affine_neon(KernelTable& t);   // only on AArch64
 
 }  // namespace laya::cpu

@@ -64,6 +64,7 @@ Result<std::unique_ptr<Backend>> CudaBackend::create(const BackendOptions& opt, 
   be->use_graphs_ = tuning.graphs;
   be->use_pinned_ = tuning.pinned;
   be->attn_split_ = tuning.attn_split;
+  be->use_persistent_ = tuning.persistent;
   return std::unique_ptr<Backend>(std::move(be));
 }
 
@@ -149,14 +150,16 @@ Status CudaBackend::upload_tensor(const Tensor& t, uint8_t* dst, cuda::DevMat* o
   m.cols = cols;
   m.data = dst;
   m.stride = cuda::dev_stride(t.type, cols);
-  if (cuda::dev_scales_bytes(t.type, rows, cols) > 0)
+  if (cuda::dev_scales_bytes(t.type, rows, cols) > 0 || mlx_bits(t.type))
     m.scales = reinterpret_cast<const uint16_t*>(dst + static_cast<size_t>(rows) * m.stride);
-  const size_t bytes = cuda::dev_bytes(t.type, rows, cols);
-  if (cuda::dev_same_as_file(t.type, cols)) {
+  m.group = t.groups.size;
+  m.group_type = t.groups.type;
+  const size_t bytes = cuda::dev_bytes(t);
+  if (cuda::dev_same_as_file(t)) {
     LAYA_CUDA_TRY(cudaMemcpy(dst, t.data, bytes, cudaMemcpyHostToDevice), "upload of {} ({} bytes)", t.name, bytes);
   } else {
     std::vector<uint8_t> host(bytes);
-    cuda::pack_rows(t.type, rows, cols, t.data, host.data());
+    cuda::pack_tensor(t, host.data());
     LAYA_CUDA_TRY(cudaMemcpy(dst, host.data(), bytes, cudaMemcpyHostToDevice), "upload of {} ({} bytes)", t.name, bytes);
   }
   *out = m;
@@ -172,11 +175,13 @@ Status CudaBackend::prepare_weights(const std::vector<const Tensor*>& matrices, 
     for (const Tensor* t : *list) {
       if (!t->present() || mats_.count(t->data)) continue;
       if (std::any_of(todo.begin(), todo.end(), [&](const Tensor* u) { return u->data == t->data; })) continue;
-      if (const int bits = mlx_bits(t->type)) {  // no CUDA kernel reads MLX's groups yet
-        return Status(StatusCode::kUnsupported,
-                      fmt::format("not supported on CUDA: tensor {} is MLX {}-bit affine (group {}); run this MLX "
-                                  "folder on the cpu backend, or convert the model to GGUF for CUDA",
-                                  t->name, bits, t->groups.size));
+      if (const GroupParams& g = t->groups; mlx_bits(t->type) &&
+          ((g.size != 32 && g.size != 64 && g.size != 128) || t->cols() % g.size != 0 || !g.scales || !g.biases ||
+           (g.type != DType::F16 && g.type != DType::BF16 && g.type != DType::F32))) {
+        return Status(StatusCode::kInvalidArgument,
+                      fmt::format("cuda: MLX tensor {} ({} columns) has groups of {} {} values: the kernels read groups "
+                                  "of 32, 64 or 128 F16 / BF16 / F32 scales and biases",
+                                  t->name, t->cols(), g.size, dtype_name(g.type)));
       }
       if (!cuda::dev_supported(t->type)) {
         return Status(StatusCode::kUnsupported,
@@ -185,7 +190,7 @@ Status CudaBackend::prepare_weights(const std::vector<const Tensor*>& matrices, 
       }
       todo.push_back(t);
       offsets.push_back(total);
-      total += (cuda::dev_bytes(t->type, t->rows(), t->cols()) + 255) / 256 * 256;
+      total += (cuda::dev_bytes(*t) + 255) / 256 * 256;
     }
   }
   if (todo.empty()) return Status::Ok();
@@ -221,6 +226,38 @@ Result<const cuda::DevMat*> CudaBackend::dev(const Tensor& w, const char* op) co
 // ---- ops ---------------------------------------------------------------------------------------
 
 namespace {
+// n floats at p, as a range the persistent kernel's program orders by.
+cuda::DevRange floats(const float* p, int64_t n) { return cuda::DevRange{p, static_cast<size_t>(n) * sizeof(float)}; }
+// The block pool as one thing: a store to it comes before the attention that reads it.
+cuda::DevRange pool_token(const cuda::KvArgs& a) { return cuda::DevRange{a.pool, 1}; }
+
+// The persistent kernel's instruction for a one-token matvec job.
+cuda::StepInstr matvec_instr(const cuda::MatvecJob& job, const float* x) {
+  cuda::StepInstr in;
+  in.op = cuda::StepOp::kMatvec;
+  in.job = job;
+  in.x = x;
+  in.cols = job.m[0].cols;
+  return in;
+}
+// What a one-token matvec job reads and writes.
+void tape_matvec(cuda::StepProgram* tape, const cuda::MatvecJob& job, const float* x) {
+  const cuda::StepInstr in = matvec_instr(job, x);
+  const int64_t cols = job.m[0].cols;
+  const cuda::DevRange xr = floats(x, cols), xn = floats(job.norm_out, job.norm_out ? cols : 0);
+  if (job.swiglu) {
+    tape->add(in, {xr}, {floats(job.y[0], job.m[0].rows), floats(job.y[1], job.m[0].rows), xn});
+    return;
+  }
+  const cuda::DevRange y0 = floats(job.y[0], job.m[0].rows);
+  const cuda::DevRange y1 = floats(job.y[1], job.n > 1 ? job.m[1].rows : 0);
+  const cuda::DevRange y2 = floats(job.y[2], job.n > 2 ? job.m[2].rows : 0);
+  if (job.accumulate) {
+    tape->add(in, {xr, y0, y1, y2}, {y0, y1, y2, xn});
+  } else {
+    tape->add(in, {xr}, {y0, y1, y2, xn});
+  }
+}
 // The decode kernel's SwiGLU job: gate products to `gate`, silu(gate) * up to `out`.
 cuda::MatvecJob swiglu_job(const cuda::DevMat& g, const cuda::DevMat& u, float* gate, float* out) {
   cuda::MatvecJob job;
@@ -266,6 +303,9 @@ Status CudaBackend::group(const MatmulOut* outs, int n_outs, const float* x, int
     if (cuda::matvec_tokens(launch_, n_tok, job.m[0].cols)) {
       LAYA_CUDA_TRY(cuda::matvec(launch_, job, x, n_tok, stream_), "matmul {} {} ({} x {}) and {} more, n_tok {}",
                     outs[i0].w->name, dtype_name(job.m[0].type), job.m[0].rows, job.m[0].cols, job.n - 1, n_tok);
+      if (capturing_) tape_matvec(&tape_, job, x);
+    } else {
+      tape_refuse("a matmul of several tokens");
     }
   }
   return Status::Ok();
@@ -303,6 +343,7 @@ Status CudaBackend::norm_matmul_swiglu(const float* x, const Tensor& norm, float
   job.norm_out = xn;
   LAYA_CUDA_TRY(cuda::matvec(launch_, job, x, n_tok, stream_), "norm_matmul_swiglu {} ({} x {}) n_tok {}", dtype_name(g->type),
                 g->rows, g->cols, n_tok);
+  if (capturing_) tape_matvec(&tape_, job, x);
   return Status::Ok();
 }
 
@@ -326,6 +367,29 @@ Status CudaBackend::rope_kv_store(const KvLayerView& kv, float* q, float* k, con
                                     n_tok == 1 ? dyn() : nullptr, launch_.chained, stream_),
                 "rope_kv_store {} tokens x {}+{} heads x {} at {} ({} cache, layer {})", n_tok, n_head, n_head_kv, head_dim,
                 pos0, dtype_name(a.type), kv.layer);
+  if (capturing_) {
+    cuda::StepInstr in;
+    in.op = cuda::StepOp::kRopeStore;
+    in.kv = a;
+    in.q = q;
+    in.k = k;
+    in.v = v;
+    in.n_head = n_head;
+    in.cos = rt.cos;
+    in.sin = rt.sin;
+    in.half = rt.half;
+    in.interleaved = rt.interleaved;
+    in.store = a.type != DType::Q8_0;  // a Q8_0 cache quantizes whole groups: an instruction of its own after
+    const cuda::DevRange qr = floats(q, n_head * head_dim), kr = floats(k, n_head_kv * head_dim),
+                         vr = floats(v, n_head_kv * head_dim);
+    if (in.store) {
+      tape_.add(in, {qr, kr, vr}, {qr, kr, pool_token(a)});
+    } else {
+      tape_.add(in, {qr, kr}, {qr, kr});
+      in.op = cuda::StepOp::kKvStoreQ8;
+      tape_.add(in, {kr, vr}, {pool_token(a)});
+    }
+  }
   return Status::Ok();
 }
 
@@ -334,10 +398,13 @@ Status CudaBackend::matmul_swiglu(const Tensor& w_gate, const Tensor& w_up, cons
   LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* g, dev(w_gate, "matmul_swiglu"));
   LAYA_ASSIGN_OR_RETURN(const cuda::DevMat* u, dev(w_up, "matmul_swiglu"));
   if (cuda::matvec_tokens(launch_, n_tok, g->cols)) {
-    LAYA_CUDA_TRY(cuda::matvec(launch_, swiglu_job(*g, *u, gate_scratch, out), x, n_tok, stream_),
-                  "matmul_swiglu {} ({} x {}) n_tok {}", dtype_name(g->type), g->rows, g->cols, n_tok);
+    const cuda::MatvecJob job = swiglu_job(*g, *u, gate_scratch, out);
+    LAYA_CUDA_TRY(cuda::matvec(launch_, job, x, n_tok, stream_), "matmul_swiglu {} ({} x {}) n_tok {}",
+                  dtype_name(g->type), g->rows, g->cols, n_tok);
+    if (capturing_) tape_matvec(&tape_, job, x);
     return Status::Ok();
   }
+  tape_refuse("a SwiGLU of several tokens");
   LAYA_CUDA_TRY(cuda::gemm(*g, x, n_tok, gate_scratch, stream_), "matmul_swiglu gate {} n_tok {}", w_gate.name, n_tok);
   LAYA_CUDA_TRY(cuda::gemm(*u, x, n_tok, out, stream_), "matmul_swiglu up {} n_tok {}", w_up.name, n_tok);
   LAYA_CUDA_TRY(cuda::silu_mul(gate_scratch, out, n_tok * g->rows, stream_), "matmul_swiglu silu n_tok {}", n_tok);
@@ -352,6 +419,13 @@ Status CudaBackend::get_rows(const Tensor& w, const int32_t* ids, int64_t n, flo
     }
   }
   LAYA_CUDA_TRY(cuda::get_rows(*m, ids, n, out, n == 1 ? dyn() : nullptr, stream_), "get_rows {} {} rows of {}", w.name, n, m->cols);
+  if (capturing_) {
+    cuda::StepInstr in;
+    in.op = cuda::StepOp::kEmbed;
+    in.m = *m;
+    in.out = out;
+    tape_.add(in, {}, {floats(out, m->cols)});
+  }
   return Status::Ok();
 }
 
@@ -362,6 +436,17 @@ Status CudaBackend::rms_norm(const float* x, const Tensor& w, int64_t n_rows, in
   }
   LAYA_CUDA_TRY(cuda::rms_norm(x, reinterpret_cast<const float*>(m->data), n_rows, n, eps, out, stream_),
                 "rms_norm {} rows of {}", n_rows, n);
+  if (capturing_) {
+    cuda::StepInstr in;
+    in.op = cuda::StepOp::kRmsNormRows;
+    in.x = x;
+    in.w = reinterpret_cast<const float*>(m->data);
+    in.n_rows = n_rows;
+    in.n = n;
+    in.eps = eps;
+    in.out = out;
+    tape_.add(in, {floats(x, n_rows * n)}, {floats(out, n_rows * n)});
+  }
   return Status::Ok();
 }
 
@@ -372,26 +457,39 @@ Status CudaBackend::add_bias(float* y, const Tensor& b, int64_t n_rows, int64_t 
   }
   LAYA_CUDA_TRY(cuda::add_bias(y, reinterpret_cast<const float*>(m->data), n_rows, n, stream_), "add_bias {} rows of {}",
                 n_rows, n);
+  if (capturing_ && (n_rows != 1 || !tape_.fold_bias(y, reinterpret_cast<const float*>(m->data), n))) {
+    tape_.refuse("a bias not right after its matmul");
+  }
   return Status::Ok();
 }
 
 Status CudaBackend::add(float* y, const float* x, int64_t n) {
   LAYA_CUDA_TRY(cuda::add(y, x, n, stream_), "add of {} values", n);
+  tape_refuse("add");
   return Status::Ok();
 }
 
 Status CudaBackend::scale(float* x, int64_t n, float s) {
   LAYA_CUDA_TRY(cuda::scale(x, n, s, stream_), "scale of {} values", n);
+  tape_refuse("scale");
+  return Status::Ok();
+}
+
+Status CudaBackend::softcap(float* x, int64_t n, float cap) {
+  LAYA_CUDA_TRY(cuda::softcap(x, n, cap, stream_), "softcap of {} values", n);
+  tape_refuse("softcap");
   return Status::Ok();
 }
 
 Status CudaBackend::mul(float* y, const float* x, int64_t n) {
   LAYA_CUDA_TRY(cuda::mul(y, x, n, stream_), "mul of {} values", n);
+  tape_refuse("mul");
   return Status::Ok();
 }
 
 Status CudaBackend::gelu(float* x, int64_t n) {
   LAYA_CUDA_TRY(cuda::gelu(x, n, stream_), "gelu of {} values", n);
+  tape_refuse("gelu");
   return Status::Ok();
 }
 
@@ -405,6 +503,7 @@ Status CudaBackend::layer_norm(const float* x, const Tensor& w, const Tensor& b,
   LAYA_CUDA_TRY(cuda::layer_norm(x, reinterpret_cast<const float*>(mw->data), reinterpret_cast<const float*>(mb->data),
                                  n_rows, n, eps, out, stream_),
                 "layer_norm {} rows of {}", n_rows, n);
+  tape_refuse("layer_norm");
   return Status::Ok();
 }
 
@@ -416,6 +515,7 @@ Status CudaBackend::rope(float* x, int64_t n_tok, int64_t n_heads, int64_t head_
   LAYA_CUDA_TRY(cuda::rope(x, n_tok, n_heads, head_dim, pos0, rt.cos, rt.sin, rt.half, rt.interleaved,
                            n_tok == 1 ? dyn() : nullptr, stream_),
                 "rope {} tokens x {} heads x {} at {}", n_tok, n_heads, head_dim, pos0);
+  tape_refuse("rope");
   return Status::Ok();
 }
 
@@ -456,6 +556,7 @@ Status CudaBackend::kv_store(const KvLayerView& kv, const float* k, const float*
   }
   LAYA_CUDA_TRY(cuda::kv_store(a, k, v, n_tok, pos0, n_tok == 1 ? dyn() : nullptr, stream_), "kv_store {} tokens at {} ({} cache, layer {})", n_tok, pos0,
                 dtype_name(a.type), kv.layer);
+  tape_refuse("kv_store");
   return Status::Ok();
 }
 
@@ -466,10 +567,27 @@ Status CudaBackend::attention(const KvLayerView& kv, const float* q, int64_t n_t
                   fmt::format("cuda attention: head_dim {} (supported: 32, 64, 96, 128, 256)", s.head_dim));
   }
   LAYA_ASSIGN_OR_RETURN(const cuda::KvArgs a, kv_args(kv, "attention"));
-  LAYA_CUDA_TRY(cuda::attention(a, q, n_tok, pos0, s.n_head, s.scale, out, n_tok == 1 ? dyn() : nullptr,
-                                attention_split(s), launch_.chained, stream_),
+  const cuda::AttnSplit split = attention_split(s);
+  LAYA_CUDA_TRY(cuda::attention(a, q, n_tok, pos0, s.n_head, s.scale, s.window, s.softcap, out,
+                                n_tok == 1 ? dyn() : nullptr, split, launch_.chained, stream_),
                 "attention {} tokens at {} ({} heads, {} KV heads, head_dim {}, {} cache)", n_tok, pos0, s.n_head,
                 s.n_head_kv, s.head_dim, dtype_name(a.type));
+  if (capturing_) {
+    cuda::StepInstr in;
+    in.op = cuda::StepOp::kAttention;
+    in.kv = a;
+    in.q = const_cast<float*>(q);
+    in.n_head = s.n_head;
+    in.group = s.n_head / s.n_head_kv;
+    in.scale = s.scale;
+    in.softcap = s.softcap;
+    in.window = s.window;
+    in.out = out;
+    in.split = split;
+    const cuda::DevRange scratch{split.scratch, 1};
+    tape_.add(in, {floats(q, s.n_head * s.head_dim), pool_token(a), scratch},
+              {floats(out, s.n_head * s.head_dim), scratch});
+  }
   return Status::Ok();
 }
 
@@ -492,6 +610,7 @@ cuda::AttnSplit CudaBackend::attention_split(const AttentionShape& s) const {
 void CudaBackend::drop_graphs() {
   for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
   graphs_.clear();
+  programs_.clear();
 }
 
 Status CudaBackend::step_begin(const KvLayerView& kv, int32_t token, int64_t pos, const float* logits, bool* replayed) {
@@ -504,6 +623,11 @@ Status CudaBackend::step_begin(const KvLayerView& kv, int32_t token, int64_t pos
   step_host_[1] = pos;
   LAYA_CUDA_TRY(cudaMemcpyAsync(step_dev_, step_host_, sizeof step_host_, cudaMemcpyHostToDevice, stream_),
                 "step_begin: upload of the token and position");
+  if (auto it = programs_.find(logits); it != programs_.end()) {
+    LAYA_CUDA_TRY(it->second.launch(launch_, step_dev_, stream_), "the persistent decode kernel (token {} at {})", token, pos);
+    *replayed = true;
+    return Status::Ok();
+  }
   if (auto it = graphs_.find(logits); it != graphs_.end()) {
     LAYA_CUDA_TRY(cudaGraphLaunch(it->second, stream_), "replay of a decode step (token {} at {})", token, pos);
     *replayed = true;
@@ -512,6 +636,8 @@ Status CudaBackend::step_begin(const KvLayerView& kv, int32_t token, int64_t pos
   LAYA_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "step_begin: cudaStreamBeginCapture");
   capturing_ = true;
   capture_key_ = logits;
+  tape_ = cuda::StepProgram();
+  if (!use_persistent_) tape_.refuse("turned off (LAYA_CUDA_PERSISTENT=0)");
   return Status::Ok();
 }
 
@@ -532,6 +658,25 @@ Status CudaBackend::step_end(bool ok) {
   LAYA_CUDA_TRY(ie, "step_end: cudaGraphInstantiate");
   if (graphs_.size() >= kMaxGraphs) drop_graphs();  // many sequences came and went: start over
   graphs_.emplace(capture_key_, exec);
+  // The same step as the persistent kernel's instructions, where it has them all.
+  cuda::StepProgram prog = std::move(tape_);
+  if (!prog.refused()) {
+    if (cudaError_t pe = prog.upload(launch_, stream_); pe != cudaSuccess && !prog.refused()) {
+      cudaGetLastError();
+      prog.refuse(fmt::format("uploading its program: {}", cudaGetErrorString(pe)));
+    }
+  }
+  if (prog.refused()) {
+    step_note_ = fmt::format("decode steps replay a CUDA graph; the persistent kernel is not used: {}", prog.why_refused());
+  } else {
+    step_note_ = fmt::format("decode steps run the persistent kernel: {} instructions, {} grid-wide waits",
+                             prog.size(), prog.waits());
+    if (programs_.size() >= kMaxGraphs) programs_.clear();
+    const cuda::StepProgram& p = programs_.emplace(capture_key_, std::move(prog)).first->second;
+    // The capture recorded the step without running it.
+    LAYA_CUDA_TRY(p.launch(launch_, step_dev_, stream_), "step_end: first launch of the persistent decode kernel");
+    return Status::Ok();
+  }
   // The capture recorded the step without running it.
   LAYA_CUDA_TRY(cudaGraphLaunch(exec, stream_), "step_end: first launch of a decode step");
   return Status::Ok();

@@ -11,6 +11,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/persistent.h"
 
 namespace laya {
 
@@ -30,7 +31,8 @@ class CudaBackend final : public Backend {
   Status synchronize() override;
   bool host_visible() const override { return false; }
   // Uploads every tensor of `matrices` and `all` (float rows padded, Q8_0
-  // split, cuda/kernels.h); ops then find them by their host address.
+  // split, MLX scales and biases paired, cuda/kernels.h); ops then find them
+  // by their host address.
   Status prepare_weights(const std::vector<const Tensor*>& matrices, const std::vector<const Tensor*>& all) override;
   size_t prepared_bytes() const override { return prepared_bytes_; }
   const std::string& memory_lock_note() const override { return lock_note_; }
@@ -44,6 +46,7 @@ class CudaBackend final : public Backend {
   Status add_bias(float* y, const Tensor& b, int64_t n_rows, int64_t n) override;
   Status add(float* y, const float* x, int64_t n) override;
   Status scale(float* x, int64_t n, float s) override;
+  Status softcap(float* x, int64_t n, float cap) override;
   Status mul(float* y, const float* x, int64_t n) override;
   Status gelu(float* x, int64_t n) override;
   Status layer_norm(const float* x, const Tensor& w, const Tensor& b, int64_t n_rows, int64_t n, float eps,
@@ -64,8 +67,14 @@ class CudaBackend final : public Backend {
   // A decode step is captured into a CUDA graph the first time a sequence's
   // logits buffer ends one, and replayed after (its kernels read the token
   // and position from device memory). CudaTuning::graphs = false turns this off.
+  // With CudaTuning::persistent, the captured step's ops also become the
+  // persistent kernel's instructions (cuda/persistent.h), which then run the
+  // step in one launch; a step with an op the kernel lacks keeps its graph.
   Status step_begin(const KvLayerView& kv, int32_t token, int64_t pos, const float* logits, bool* replayed) override;
   Status step_end(bool ok) override;
+  // How the last recorded decode step runs: the persistent kernel (its
+  // instructions and waits) or the graph, and why.
+  std::string decode_step_note() const override { return step_note_; }
 
  protected:
   void release(void* data, size_t bytes) override;
@@ -134,6 +143,17 @@ class CudaBackend final : public Backend {
   // outside a capture: they use their arguments).
   const int64_t* dyn() const { return capturing_ ? step_dev_ : nullptr; }
   void drop_graphs();
+
+  // The persistent kernel's programs, by logits buffer like the graphs, and
+  // the one being recorded during a capture.
+  bool use_persistent_ = true;  // CudaTuning::persistent
+  cuda::StepProgram tape_;
+  std::unordered_map<const float*, cuda::StepProgram> programs_;
+  std::string step_note_;
+  // During a capture: op `what` has no persistent instruction.
+  void tape_refuse(const char* what) {
+    if (capturing_) tape_.refuse(what);
+  }
 };
 
 }  // namespace laya

@@ -1,7 +1,8 @@
-// Device-side dequantization of the weight types, one 32-value group at a
-// time: the same float operations in the same order as the scalar reference
-// (cpu/ref/kernels_ref.cpp), so get_rows matches it to the last bit up to
-// fused multiply-adds. Byte loads: the decode kernel's fast paths (16-byte
+// Device-side dequantization of the weight types (MLX's affine types
+// included), one 32-value group at a time: the same float operations in the
+// same order as the scalar reference (cpu/ref/kernels_ref.cpp,
+// affine_ref.cpp), so get_rows matches it to the last bit up to fused
+// multiply-adds. Byte loads: the decode kernel's fast paths (16-byte
 // loads) are in matmul.cu; this is the general path and the reference the
 // fast paths are checked against (through the conformance suite).
 #pragma once
@@ -34,6 +35,8 @@ struct DevMat {
   const uint8_t* data = nullptr;
   const uint16_t* scales = nullptr;
   size_t stride = 0;
+  int32_t group = 0;
+  DType group_type = DType::F16;
 };
 inline float h2f(uint16_t h) { return fp16_to_f32(h); }
 inline float bf2f(uint16_t h) { return bf16_to_f32(h); }
@@ -96,6 +99,57 @@ __device__ __forceinline__ void scale_min_k4(int j, const uint8_t* q, int* sc, i
     *sc = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
     *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
   }
+}
+
+// ---- MLX affine types (DType::MLX_Q*, core/dtype.h): w = s·q + z per group ----------------------
+// A group's scale s and bias z.
+struct MlxParams {
+  float s, z;
+};
+// From a device pair of 16-bit values (layout.h: the scale in the low half).
+__device__ __forceinline__ MlxParams mlx_pair16(uint32_t p, bool bf16) {
+  const uint16_t s = static_cast<uint16_t>(p & 0xffff), z = static_cast<uint16_t>(p >> 16);
+  return bf16 ? MlxParams{bf2f(s), bf2f(z)} : MlxParams{h2f(s), h2f(z)};
+}
+// Pair i of m (its groups row-major), any scale type.
+__device__ __forceinline__ MlxParams mlx_params(const DevMat& m, size_t i) {
+  if (m.group_type == DType::F32) {
+    const float* p = reinterpret_cast<const float*>(m.scales) + 2 * i;
+    return MlxParams{__ldg(p), __ldg(p + 1)};
+  }
+  return mlx_pair16(__ldg(reinterpret_cast<const uint32_t*>(m.scales) + i), m.group_type == DType::BF16);
+}
+// The MLX matrices the decode kernel's own units take (units.cuh, UnitMlx):
+// 4 and 8 bits with F16 / BF16 scales, what mlx-lm writes. Other widths and
+// F32 scales go through deq32 (UnitGeneric).
+constexpr bool mlx_unit_type(DType t, DType group_type) {
+  return (t == DType::MLX_Q4 || t == DType::MLX_Q8) && group_type != DType::F32;
+}
+
+// Value j (0..31) of a run of 32 values packed in kBits uint32 words: the
+// kBits bits at bit j·kBits of their little-endian stream, low bits first.
+// 3, 5 and 6 bits straddle words, as the CPU reference's value_at reads them
+// across bytes. The callers unroll j: the shifts are constants.
+template <int kBits>
+__device__ __forceinline__ uint32_t mlx_value(const uint32_t* w, int j) {
+  const int bit = j * kBits, k = bit >> 5, sh = bit & 31;
+  uint32_t v = w[k] >> sh;
+  if (sh + kBits > 32) v |= w[k + 1] << (32 - sh);
+  return v & ((1u << kBits) - 1);
+}
+
+// Values [32 g, 32 g + 32) of row r of an MLX matrix: s·q + z in float32, as
+// the reference (with F16 / BF16 scales s·q is exact, so a fused multiply-add
+// gives the reference's two roundings' result).
+template <int kBits>
+__device__ inline void deq32_mlx(const DevMat& m, int64_t r, int64_t g, float* out) {
+  const uint32_t* src = reinterpret_cast<const uint32_t*>(m.data + static_cast<size_t>(r) * m.stride) + g * kBits;
+  uint32_t w[kBits];
+#pragma unroll
+  for (int i = 0; i < kBits; ++i) w[i] = __ldg(src + i);
+  const MlxParams p = mlx_params(m, static_cast<size_t>(r * (m.cols / m.group) + g * 32 / m.group));
+#pragma unroll
+  for (int j = 0; j < 32; ++j) out[j] = p.s * static_cast<float>(mlx_value<kBits>(w, j)) + p.z;
 }
 
 // Values [32 g, 32 g + 32) of row r of m into out (zeros past cols).
@@ -194,6 +248,12 @@ __device__ inline void deq32(const DevMat& m, int64_t r, int64_t g, float* out) 
       }
       return;
     }
+    case DType::MLX_Q2: return deq32_mlx<2>(m, r, g, out);
+    case DType::MLX_Q3: return deq32_mlx<3>(m, r, g, out);
+    case DType::MLX_Q4: return deq32_mlx<4>(m, r, g, out);
+    case DType::MLX_Q5: return deq32_mlx<5>(m, r, g, out);
+    case DType::MLX_Q6: return deq32_mlx<6>(m, r, g, out);
+    case DType::MLX_Q8: return deq32_mlx<8>(m, r, g, out);
     default:
       for (int j = 0; j < 32; ++j) out[j] = __int_as_float(0x7fc00000);  // unsupported: NaN, never silently zero
   }

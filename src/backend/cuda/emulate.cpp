@@ -15,138 +15,173 @@ namespace {
 
 constexpr size_t kStack = 256 * 1024;
 
+struct Block;
+
 struct Fiber {
   ucontext_t ctx;
   std::unique_ptr<char[]> stack;
   dim3 idx;
+  Block* blk = nullptr;
   bool done = false;
 };
 
-// One block at a time; every field below belongs to the block being run.
+// One block's state: its shared memory and barriers.
 struct Block {
-  std::vector<Fiber> fibers;
-  ucontext_t sched;
-  int cur = 0, alive = 0;
-  dim3 block_idx, block_dim, grid_dim;
-  std::function<void()>* body = nullptr;
+  dim3 block_idx;
   std::vector<unsigned char> smem;
+  int alive = 0;
   // Block barrier and per-warp barriers: arrivals and generation.
   int arrived = 0;
   uint64_t gen = 0;
   std::vector<int> warp_arrived, warp_alive;
   std::vector<uint64_t> warp_gen;
-  std::vector<uint64_t> slots;  // a lane's shuffle value
+  std::vector<uint64_t> slots;  // a lane's shuffle value, by thread
 };
 
-Block g;
+// The blocks being run: one at a time, or all of a cooperative grid. The
+// fibers of block b are fibers[b * threads, (b + 1) * threads).
+struct Grid {
+  std::vector<Fiber> fibers;
+  std::vector<Block> blocks;
+  ucontext_t sched;
+  int cur = 0;
+  size_t threads = 0;
+  dim3 block_dim, grid_dim;
+  std::function<void()>* body = nullptr;
+};
+
+Grid g;
 std::mutex g_mu;  // one launch at a time in the process
 thread_local bool g_capturing = false;
 thread_local std::vector<std::function<void()>>* g_graph = nullptr;
 
-void yield() { swapcontext(&g.fibers[static_cast<size_t>(g.cur)].ctx, &g.sched); }
+Fiber& cur_fiber() { return g.fibers[static_cast<size_t>(g.cur)]; }
+Block& cur_block() { return *cur_fiber().blk; }
+
+void yield() { swapcontext(&cur_fiber().ctx, &g.sched); }
 
 void entry() {
   (*g.body)();
-  Fiber& f = g.fibers[static_cast<size_t>(g.cur)];
+  Fiber& f = cur_fiber();
+  Block& b = *f.blk;
   f.done = true;
-  --g.alive;
-  --g.warp_alive[f.idx.x / 32];
+  --b.alive;
+  --b.warp_alive[f.idx.x / 32];
   // A thread that leaves releases the barriers it no longer takes part in.
-  if (g.arrived > 0 && g.arrived >= g.alive) {
-    g.arrived = 0;
-    ++g.gen;
+  if (b.arrived > 0 && b.arrived >= b.alive) {
+    b.arrived = 0;
+    ++b.gen;
   }
   const size_t w = f.idx.x / 32;
-  if (g.warp_arrived[w] > 0 && g.warp_arrived[w] >= g.warp_alive[w]) {
-    g.warp_arrived[w] = 0;
-    ++g.warp_gen[w];
+  if (b.warp_arrived[w] > 0 && b.warp_arrived[w] >= b.warp_alive[w]) {
+    b.warp_arrived[w] = 0;
+    ++b.warp_gen[w];
   }
   // Back to the scheduler (uc_link).
 }
 
 void warp_sync() {
-  const size_t w = g.fibers[static_cast<size_t>(g.cur)].idx.x / 32;
-  const uint64_t my = g.warp_gen[w];
-  if (++g.warp_arrived[w] >= g.warp_alive[w]) {
-    g.warp_arrived[w] = 0;
-    ++g.warp_gen[w];
+  Block& b = cur_block();
+  const size_t w = cur_fiber().idx.x / 32;
+  const uint64_t my = b.warp_gen[w];
+  if (++b.warp_arrived[w] >= b.warp_alive[w]) {
+    b.warp_arrived[w] = 0;
+    ++b.warp_gen[w];
     return;
   }
-  while (g.warp_gen[w] == my) yield();
+  while (b.warp_gen[w] == my) yield();
 }
 
-void run_block(const dim3& bidx) {
-  g.block_idx = bidx;
-  const int n = static_cast<int>(g.fibers.size());
-  g.alive = n;
-  g.arrived = 0;
-  const size_t nw = static_cast<size_t>((n + 31) / 32);
-  g.warp_arrived.assign(nw, 0);
-  g.warp_gen.assign(nw, 0);
-  g.warp_alive.assign(nw, 0);
-  for (int t = 0; t < n; ++t) ++g.warp_alive[static_cast<size_t>(t / 32)];
-  std::memset(g.smem.data(), 0xFF, g.smem.size());
-  for (int t = 0; t < n; ++t) {
-    Fiber& f = g.fibers[static_cast<size_t>(t)];
-    f.done = false;
-    getcontext(&f.ctx);
-    f.ctx.uc_stack.ss_sp = f.stack.get();
-    f.ctx.uc_stack.ss_size = kStack;
-    f.ctx.uc_link = &g.sched;
-    makecontext(&f.ctx, entry, 0);
+// Runs the blocks `ids` together (fibers round robin) until every thread ends.
+void run_blocks(const std::vector<dim3>& ids, size_t smem) {
+  const size_t n = g.threads, nb = ids.size();
+  if (g.fibers.size() < n * nb) {
+    const size_t had = g.fibers.size();
+    g.fibers.resize(n * nb);
+    for (size_t t = had; t < n * nb; ++t) g.fibers[t].stack.reset(new char[kStack]);
   }
-  while (g.alive > 0) {
-    for (int t = 0; t < n; ++t) {
-      if (g.fibers[static_cast<size_t>(t)].done) continue;
-      g.cur = t;
-      swapcontext(&g.sched, &g.fibers[static_cast<size_t>(t)].ctx);
+  g.blocks.resize(nb);
+  const size_t nw = (n + 31) / 32;
+  for (size_t bi = 0; bi < nb; ++bi) {
+    Block& b = g.blocks[bi];
+    b.block_idx = ids[bi];
+    b.smem.assign(smem, 0xFF);
+    b.alive = static_cast<int>(n);
+    b.arrived = 0;
+    b.warp_arrived.assign(nw, 0);
+    b.warp_gen.assign(nw, 0);
+    b.warp_alive.assign(nw, 0);
+    for (size_t t = 0; t < n; ++t) ++b.warp_alive[t / 32];
+    b.slots.assign(n, 0);
+    for (size_t t = 0; t < n; ++t) {
+      Fiber& f = g.fibers[bi * n + t];
+      f.idx = dim3(static_cast<unsigned>(t), 0, 0);
+      f.blk = &b;
+      f.done = false;
+      getcontext(&f.ctx);
+      f.ctx.uc_stack.ss_sp = f.stack.get();
+      f.ctx.uc_stack.ss_size = kStack;
+      f.ctx.uc_link = &g.sched;
+      makecontext(&f.ctx, entry, 0);
+    }
+  }
+  for (bool any = true; any;) {
+    any = false;
+    for (size_t t = 0; t < n * nb; ++t) {
+      if (g.fibers[t].done) continue;
+      any = true;
+      g.cur = static_cast<int>(t);
+      swapcontext(&g.sched, &g.fibers[t].ctx);
     }
   }
 }
 
-void execute(dim3 grid, dim3 block, size_t smem, std::function<void()> body) {
+void execute(dim3 grid, dim3 block, size_t smem, std::function<void()> body, bool cooperative) {
   std::lock_guard<std::mutex> lock(g_mu);
-  const size_t n = static_cast<size_t>(block.x) * block.y * block.z;
-  if (g.fibers.size() != n) {
-    g.fibers.clear();
-    g.fibers.resize(n);
-    for (size_t t = 0; t < n; ++t) g.fibers[t].stack.reset(new char[kStack]);
-  }
-  for (size_t t = 0; t < n; ++t) g.fibers[t].idx = dim3(static_cast<unsigned>(t), 0, 0);
+  g.threads = static_cast<size_t>(block.x) * block.y * block.z;
   g.block_dim = block;
   g.grid_dim = grid;
   g.body = &body;
-  g.smem.assign(smem, 0xFF);
-  g.slots.assign(n, 0);
+  std::vector<dim3> ids;
   for (unsigned z = 0; z < grid.z; ++z)
     for (unsigned y = 0; y < grid.y; ++y)
-      for (unsigned x = 0; x < grid.x; ++x) run_block(dim3(x, y, z));
+      for (unsigned x = 0; x < grid.x; ++x) ids.emplace_back(x, y, z);
+  if (cooperative) {
+    run_blocks(ids, smem);
+  } else {
+    for (const dim3& id : ids) run_blocks({id}, smem);
+  }
   g.body = nullptr;
 }
 
 }  // namespace
 
-const dim3& thread_idx() { return g.fibers[static_cast<size_t>(g.cur)].idx; }
-const dim3& block_idx() { return g.block_idx; }
+const dim3& thread_idx() { return cur_fiber().idx; }
+const dim3& block_idx() { return cur_block().block_idx; }
 const dim3& block_dim() { return g.block_dim; }
 const dim3& grid_dim() { return g.grid_dim; }
-void* dynamic_shared() { return g.smem.data(); }
+void* dynamic_shared() { return cur_block().smem.data(); }
+void yield_thread() {
+  if (g.body) yield();
+}
 
 void sync_block() {
-  const uint64_t my = g.gen;
-  if (++g.arrived >= g.alive) {
-    g.arrived = 0;
-    ++g.gen;
+  Block& b = cur_block();
+  const uint64_t my = b.gen;
+  if (++b.arrived >= b.alive) {
+    b.arrived = 0;
+    ++b.gen;
     return;
   }
-  while (g.gen == my) yield();
+  while (b.gen == my) yield();
 }
 
 uint64_t shuffle(uint64_t v, int src) {
-  const int me = g.cur, base = me / 32 * 32;
-  g.slots[static_cast<size_t>(me)] = v;
+  Block& b = cur_block();
+  const int me = static_cast<int>(cur_fiber().idx.x), base = me / 32 * 32;
+  b.slots[static_cast<size_t>(me)] = v;
   warp_sync();  // every lane has written
-  const uint64_t r = g.slots[static_cast<size_t>(base + (src & 31))];
+  const uint64_t r = b.slots[static_cast<size_t>(base + (src & 31))];
   warp_sync();  // every lane has read: the slots may be written again
   return r;
 }
@@ -154,12 +189,12 @@ uint64_t shuffle(uint64_t v, int src) {
 bool capturing() { return g_capturing; }
 void record(std::function<void()> op) { g_graph->push_back(std::move(op)); }
 
-void launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body) {
+void launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body, bool cooperative) {
   if (g_capturing) {
-    record([=] { execute(grid, block, smem, body); });
+    record([=] { execute(grid, block, smem, body, cooperative); });
     return;
   }
-  execute(grid, block, smem, std::move(body));
+  execute(grid, block, smem, std::move(body), cooperative);
 }
 
 }  // namespace laya::emu

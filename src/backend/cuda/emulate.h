@@ -66,6 +66,11 @@ using cudaGraphExec_t = struct EmuGraph*;
 #define gridDim (::laya::emu::grid_dim())
 #define LAYA_LAUNCH(k, g, b, sm, st) (static_cast<void>(st), ::laya::emu::Launch{dim3(g), dim3(b), static_cast<size_t>(sm)} % (k))
 #define LAYA_DYNAMIC_SHARED(T, name) T* name = static_cast<T*>(::laya::emu::dynamic_shared())
+// A cooperative launch: every block of the grid runs at once (their threads
+// are fibers of one scheduler), so blocks may wait for each other
+// (persistent.cu's grid barrier: __nanosleep yields).
+#define LAYA_LAUNCH_COOPERATIVE(k, g, b, sm, st) \
+  (static_cast<void>(st), ::laya::emu::Launch{dim3(g), dim3(b), static_cast<size_t>(sm), true} % (k))
 
 namespace laya::emu {
 
@@ -77,17 +82,23 @@ void sync_block();
 // Value `v` of lane `src` of the calling thread's warp (every lane calls it).
 uint64_t shuffle(uint64_t v, int src);
 void* dynamic_shared();
-// Runs body on every thread of every block (or records it into a capture).
-void launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body);
+// Runs body on every thread of every block (or records it into a capture);
+// cooperative: all blocks at once rather than block after block.
+void launch(dim3 grid, dim3 block, size_t smem, std::function<void()> body, bool cooperative = false);
+// Lets the other fibers run (a spinning thread's __nanosleep).
+void yield_thread();
 bool capturing();
 void record(std::function<void()> op);
 
 struct Launch {
   dim3 grid, block;
   size_t smem;
+  bool cooperative = false;
   template <class K>
   auto operator%(K kernel) const {
-    return [g = grid, b = block, s = smem, kernel](auto... args) { launch(g, b, s, [=] { kernel(args...); }); };
+    return [g = grid, b = block, s = smem, c = cooperative, kernel](auto... args) {
+      launch(g, b, s, [=] { kernel(args...); }, c);
+    };
   }
 };
 
@@ -127,7 +138,13 @@ inline int atomicAdd(int* p, int v) {  // one fiber runs at a time
   *p += v;
   return old;
 }
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+  const unsigned old = *p;
+  *p += v;
+  return old;
+}
 inline void __threadfence() {}
+inline void __nanosleep(unsigned) { laya::emu::yield_thread(); }
 inline float __int_as_float(int i) { return laya::emu::from_bits<float>(static_cast<uint32_t>(i)); }
 inline float __uint_as_float(unsigned u) { return laya::emu::from_bits<float>(u); }
 // Byte n of the result: byte (selector nibble n & 7) of the 8 bytes y:x.

@@ -11,6 +11,9 @@
 //     allow only 2-byte loads.
 //   - Q6_K likewise: each 210-byte block's first 208 bytes (ql, qh, scales) in
 //     rows, its fp16 d in `scales` (rows x cols/256).
+//   - MLX affine types (DType::MLX_Q*): the file's packed rows (16-byte
+//     aligned), then each group's scale and bias side by side (layout.h), at
+//     `scales`.
 // Q4_K (144-byte) and Q5_K (176-byte) blocks are already 16-byte multiples.
 #pragma once
 
@@ -33,8 +36,11 @@ struct DevMat {
   DType type = DType::F32;
   int64_t rows = 0, cols = 0;
   const uint8_t* data = nullptr;     // rows of `stride` bytes (Q8_0: the int8 values)
-  const uint16_t* scales = nullptr;  // Q8_0: fp16 scale of each 32 values, (rows, cols / 32); Q6_K: d of each block
+  const uint16_t* scales = nullptr;  // Q8_0: fp16 scale of each 32 values, (rows, cols / 32); Q6_K: d of each block;
+                                     // MLX: the (scale, bias) pairs, (rows, cols / group)
   size_t stride = 0;
+  int32_t group = 0;                 // MLX: values per group (32, 64, 128)
+  DType group_type = DType::F16;     // MLX: the scales' and biases' type (F16, BF16, F32)
 };
 
 
@@ -53,6 +59,9 @@ struct MatvecJob {
   float norm_eps = 0.f;
   float* norm_out = nullptr;
   bool accumulate = false;
+  // A bias per matrix (F32, its rows), added to the product before the
+  // accumulation (qwen2's q, k, v); nullptr: none.
+  const float* bias[3] = {nullptr, nullptr, nullptr};
   bool prefetch = false;  // set by matvec(): the rows into L2 before pdl_wait() (a chained launch)
 };
 
@@ -93,6 +102,8 @@ cudaError_t rms_norm(const float* x, const float* w, int64_t n_rows, int64_t n, 
 cudaError_t add_bias(float* y, const float* b, int64_t n_rows, int64_t n, cudaStream_t s);
 cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t s);
 cudaError_t scale(float* x, int64_t n, float f, cudaStream_t s);
+// x[i] = cap * tanh(x[i] / cap).
+cudaError_t softcap(float* x, int64_t n, float cap, cudaStream_t s);
 cudaError_t mul(float* y, const float* x, int64_t n, cudaStream_t s);
 cudaError_t gelu(float* x, int64_t n, cudaStream_t s);
 cudaError_t layer_norm(const float* x, const float* w, const float* b, int64_t n_rows, int64_t n, float eps, float* out,
@@ -134,9 +145,12 @@ struct AttnSplit {
   float* scratch = nullptr;
   int* counters = nullptr;
 };
-// head_dim in {32, 64, 96, 128, 256}; any group size. chained: Launch::chained.
+// head_dim in {32, 64, 96, 128, 256}; any group size. window > 0: a query
+// at p reads positions (p - window, p] only; softcap > 0: scores become
+// softcap * tanh(score / softcap). chained: Launch::chained.
 cudaError_t attention(const KvArgs& kv, const float* q, int64_t n_tok, int64_t pos0, int64_t n_head, float scale,
-                      float* out, const int64_t* dyn, const AttnSplit& split, bool chained, cudaStream_t s);
+                      int64_t window, float softcap, float* out, const int64_t* dyn, const AttnSplit& split,
+                      bool chained, cudaStream_t s);
 bool attention_supported(int64_t head_dim);
 // Raises the attention kernels' shared-memory limits (head_dim 256 needs
 // more than the default 48 KB). Call once per device.

@@ -10,7 +10,7 @@ bool dev_supported(DType t) {
   switch (t) {
     case DType::F32: case DType::F16: case DType::BF16: case DType::Q8_0: case DType::Q4_0: case DType::Q4_1:
     case DType::Q5_0: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: return true;
-    default: return false;
+    default: return mlx_bits(t) != 0;
   }
 }
 
@@ -18,7 +18,7 @@ size_t dev_stride(DType t, int64_t cols) {
   if (t == DType::Q8_0) return static_cast<size_t>(cols);
   if (t == DType::Q6_K) return static_cast<size_t>(cols / 256) * 208;
   const size_t rb = row_bytes(t, cols);
-  if (t == DType::F32 || t == DType::F16 || t == DType::BF16) return (rb + 15) / 16 * 16;
+  if (t == DType::F32 || t == DType::F16 || t == DType::BF16 || mlx_bits(t)) return (rb + 15) / 16 * 16;
   return rb;
 }
 
@@ -56,10 +56,34 @@ void pack_rows(DType t, int64_t rows, int64_t cols, const uint8_t* src, uint8_t*
         std::memcpy(out + k * 208, b, 208);
         std::memcpy(scales + (static_cast<size_t>(r) * nb + k) * 2, &b->d, 2);
       }
-    } else {  // float rows padded with zeros to 16 bytes; the rest as in the file
+    } else {  // float and MLX rows padded with zeros to 16 bytes; the rest as in the file
       std::memcpy(out, in, file_stride);
       std::memset(out + file_stride, 0, stride - file_stride);
     }
+  }
+}
+
+size_t mlx_pair_bytes(DType group_type) { return group_type == DType::F32 ? 8 : 4; }
+
+namespace {
+size_t mlx_groups(const Tensor& t) { return static_cast<size_t>(t.rows()) * static_cast<size_t>(t.cols() / t.groups.size); }
+}  // namespace
+
+size_t dev_bytes(const Tensor& t) {
+  const size_t rows = dev_bytes(t.type, t.rows(), t.cols());
+  return mlx_bits(t.type) ? rows + mlx_groups(t) * mlx_pair_bytes(t.groups.type) : rows;
+}
+
+bool dev_same_as_file(const Tensor& t) { return !mlx_bits(t.type) && dev_same_as_file(t.type, t.cols()); }
+
+void pack_tensor(const Tensor& t, uint8_t* dst) {
+  pack_rows(t.type, t.rows(), t.cols(), t.data, dst);
+  if (!mlx_bits(t.type)) return;
+  uint8_t* pairs = dst + dev_bytes(t.type, t.rows(), t.cols());
+  const size_t n = mlx_groups(t), pb = mlx_pair_bytes(t.groups.type) / 2;  // bytes of a scale (and of a bias)
+  for (size_t i = 0; i < n; ++i) {
+    std::memcpy(pairs + 2 * pb * i, t.groups.scales + pb * i, pb);
+    std::memcpy(pairs + 2 * pb * i + pb, t.groups.biases + pb * i, pb);
   }
 }
 

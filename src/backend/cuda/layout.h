@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "core/tensor.h"
 
 namespace laya::cuda {
 
@@ -23,5 +24,20 @@ size_t dev_bytes(DType type, int64_t rows, int64_t cols);
 bool dev_same_as_file(DType type, int64_t cols);
 // The device layout of `rows` file rows: dev_bytes() bytes at dst.
 void pack_rows(DType type, int64_t rows, int64_t cols, const uint8_t* src, uint8_t* dst);
+
+// MLX affine types (DType::MLX_Q*): the functions above give their packed
+// rows alone (the file's, padded to 16 bytes); the tensor forms below add
+// each group's scale and bias after the rows, side by side in the file's
+// type (Tensor::groups): F16 / BF16 as one 32-bit word (scale in the low
+// half), F32 as two floats. One load a unit gives the decode kernel both; a
+// single float32 form would cost 4 more bytes a group (+11 % of a 4-bit
+// group of 64's bytes) in a bandwidth-bound kernel, for one uniform branch saved.
+size_t mlx_pair_bytes(DType group_type);
+// Bytes a tensor takes on the device (any type).
+size_t dev_bytes(const Tensor& t);
+// True when the device layout is the file's (uploaded as it is; never for MLX types).
+bool dev_same_as_file(const Tensor& t);
+// The device layout of a tensor: dev_bytes(t) bytes at dst.
+void pack_tensor(const Tensor& t, uint8_t* dst);
 
 }  // namespace laya::cuda

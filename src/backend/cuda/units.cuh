@@ -224,7 +224,87 @@ struct UnitQ6 {
   }
 };
 
-struct UnitGeneric {  // 32 values through deq32 (byte loads): Q4_0, Q4_1, Q5_0, Q5_1
+// ---- MLX affine units (DType::MLX_Q4 / MLX_Q8 with F16 / BF16 scales) ---------------------------
+// A unit is 32 values (16 / 32 bytes), inside one group (groups are 32, 64 or
+// 128 values), and the group's (scale, bias) word. The products are of q
+// alone; the bias is added once a unit: Σ w·x = s·Σ q·x + z·Σ x, as the CPU's
+// AVX2 kernel does (affine_prepare), with Σ x of the unit's 32 values made
+// once per block after x is staged (x_sum32, into the padding after them).
+
+// The sum of the 32 staged values at p into p[32], the first float of the 4
+// of padding after them (xpad: nothing else reads those).
+__device__ __forceinline__ void x_sum32(float* p) {
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < 32; i += 4) {
+    const float4 v = *reinterpret_cast<const float4*>(p + i);
+    s += (v.x + v.y) + (v.z + v.w);
+  }
+  p[32] = s;
+}
+
+struct MlxRef {
+  const uint8_t* data;    // the row's packed values
+  const uint32_t* pairs;  // its groups' (scale, bias) words
+  int gshift;             // unit u is in group u >> gshift
+  bool bf16;              // BF16 scales, else F16
+};
+
+template <int kBits>
+struct UnitMlx {
+  static_assert(kBits == 4 || kBits == 8, "other widths take UnitGeneric");
+  static constexpr bool kXSums = true;  // dot() reads x_sum32's sums
+  struct Raw {
+    uint4 q[kBits / 4];
+    uint32_t p;
+  };
+  static __device__ int64_t units(int64_t cols) { return cols / 32; }
+  using Ref = MlxRef;
+  static __device__ Ref row(const DevMat& m, int64_t r) {
+    return MlxRef{m.data + static_cast<size_t>(r) * m.stride,
+                  reinterpret_cast<const uint32_t*>(m.scales) + r * (m.cols / m.group),
+                  m.group == 32 ? 0 : m.group == 64 ? 1 : 2, m.group_type == DType::BF16};
+  }
+  static __device__ Raw load(const Ref& rr, int u) {
+    Raw w;
+#pragma unroll
+    for (int i = 0; i < kBits / 4; ++i) w.q[i] = __ldg(reinterpret_cast<const uint4*>(rr.data) + (kBits / 4) * u + i);
+    w.p = __ldg(rr.pairs + (u >> rr.gshift));
+    return w;
+  }
+  // Byte k of v (an unsigned value) as a float: the low byte of 2^23's
+  // mantissa, minus 2^23, as UnitQ8 does (exact, full rate: no int-to-float
+  // conversion).
+  static __device__ __forceinline__ float q_of(uint32_t v, int k) {
+    return __uint_as_float(__byte_perm(v, 0x4B00u, 0x5440u + static_cast<uint32_t>(k))) - 8388608.f;
+  }
+  static __device__ float dot(const Raw& w, const Ref& rr, int u, const float* xs) {
+    const float* p = xs + 36 * u;  // x4(xs, 32u): the unit's values are one padded run, their sum at p[32]
+    const MlxParams g = mlx_pair16(w.p, rr.bf16);
+    float s = 0.f;
+    if constexpr (kBits == 4) {
+      // Even values sit in the low nibbles, odd in the high: a mask (and a
+      // shift) for 4 values, then each byte as UnitQ8's are made floats.
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const uint32_t v = word_at(w.q[0], i), lo = v & 0x0F0F0F0Fu, hi = (v >> 4) & 0x0F0F0F0Fu;
+        const float4 a = *reinterpret_cast<const float4*>(p + 8 * i), b = *reinterpret_cast<const float4*>(p + 8 * i + 4);
+        s += q_of(lo, 0) * a.x + q_of(hi, 0) * a.y + q_of(lo, 1) * a.z + q_of(hi, 1) * a.w + q_of(lo, 2) * b.x +
+             q_of(hi, 2) * b.y + q_of(lo, 3) * b.z + q_of(hi, 3) * b.w;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const uint32_t v = word_at(w.q[i >> 2], i & 3);
+        const float4 x = *reinterpret_cast<const float4*>(p + 4 * i);
+        s += q_of(v, 0) * x.x + q_of(v, 1) * x.y + q_of(v, 2) * x.z + q_of(v, 3) * x.w;
+      }
+    }
+    return g.s * s + g.z * p[32];
+  }
+};
+
+struct UnitGeneric {  // 32 values through deq32 (byte loads): Q4_0, Q4_1, Q5_0, Q5_1; MLX but UnitMlx's
   using Raw = int;
   struct Ref {
     const DevMat* m;

@@ -1,5 +1,7 @@
 // NEON (AArch64) kernels: F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K dot_row /
-// dequantize_row, dot_f32 and axpy_f32. Everything else stays the scalar entry. Weights are
+// dequantize_row, dot_f32, axpy_f32, the MLX affine types (arm/affine_neon.cpp),
+// and scale / mul / gelu / layer_norm (cpu/vec_ops.h). Everything else stays
+// the scalar entry. Weights are
 // dequantized to the reference's float values and multiplied with float32
 // activations (never rounded to 8 bits).
 #include "backend/cpu/kernels.h"
@@ -10,6 +12,8 @@
 
 #include <cstring>
 
+#include "backend/cpu/arm/vec_neon.h"
+#include "backend/cpu/vec_ops.h"  // after the vector type: scale, mul, gelu, layer_norm
 #include "core/dtype.h"
 #include "core/fp16.h"
 
@@ -343,6 +347,8 @@ void fill_neon_table(KernelTable& t) {
   set(t, DType::Q6_K, &deq_k<BlockQ6_K, q6k_block<true>>, &dot_row_k<BlockQ6_K, q6k_block<false>>);
   t.dot_f32 = &dot_f32;
   t.axpy_f32 = &axpy_f32;
+  fill_affine_neon(t);
+  vec::fill_ops<NeonVec>(t);
 }
 
 }  // namespace laya::cpu

@@ -4,6 +4,7 @@
 // the same order, so the same float results). dot_row dequantizes one block
 // at a time and accumulates w*x in double, which is more accurate than any
 // float accumulation order a SIMD kernel can use.
+#include <cmath>
 #include <cstring>
 
 #include "backend/cpu/kernels.h"
@@ -218,6 +219,38 @@ float dot_blocks(const void* w, const float* x, int64_t n) {
   return static_cast<float>(acc);
 }
 
+// ---- the model families' elementwise ops and LayerNorm --------------------------------------
+
+void scale_ref(float* x, int64_t n, float s) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+void mul_ref(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] *= x[i];
+}
+
+// In float32 with std::tanh, as transformers computes it (gelu_pytorch_tanh).
+// The SIMD kernels use the equivalent x / (1 + e^(-2u)) (cpu/vec_ops.h), which
+// is more accurate where u is very negative.
+void gelu_ref(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    x[i] = 0.5f * v * (1.0f + std::tanh(kGeluSqrt2OverPi * (v + kGeluCubic * v * v * v)));
+  }
+}
+
+// Mean, then the variance about it (two passes, in double as rms_norm's mean
+// square), then one float row.
+void layer_norm_ref(const float* x, const float* w, const float* b, int64_t n, float eps, float* out) {
+  double sum = 0, ss = 0;
+  for (int64_t i = 0; i < n; ++i) sum += x[i];
+  const double mean = sum / static_cast<double>(n);
+  for (int64_t i = 0; i < n; ++i) ss += (x[i] - mean) * (x[i] - mean);
+  const float m = static_cast<float>(mean);
+  const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+  for (int64_t i = 0; i < n; ++i) out[i] = (x[i] - m) * inv * w[i] + b[i];
+}
+
 template <typename Block, int QK, void (*kDeqBlock)(const Block&, float*)>
 void set(KernelTable& t, DType type) {
   t.dequantize_row[static_cast<uint32_t>(type)] = &deq_blocks<Block, QK, kDeqBlock>;
@@ -249,6 +282,10 @@ void fill_scalar_table(KernelTable& t) {
   fill_affine_scalar(t);
   t.dot_f32 = &dot_f32_ref;
   t.axpy_f32 = &axpy_f32_ref;
+  t.scale_f32 = &scale_ref;
+  t.mul_f32 = &mul_ref;
+  t.gelu_f32 = &gelu_ref;
+  t.layer_norm_f32 = &layer_norm_ref;
 }
 
 }  // namespace laya::cpu

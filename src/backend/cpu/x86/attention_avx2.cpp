@@ -13,32 +13,37 @@
 //    L1 while every (heads × dims) chunk of accumulators passes over them.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
 #include "backend/cpu/attention.h"
-#include "backend/cpu/x86/exp_poly.h"
+#include "backend/cpu/x86/vec_avx2.h"  // exp_avx2
 
 namespace laya::cpu {
 
 namespace {
 
-// exp(x) for x <= 0 (softmax after subtracting the max): 2^(x·log2 e) split
-// into 2^n · 2^f, f in [-0.5, 0.5], degree-6 polynomial (exp_poly.h);
-// relative error < 2e-7. x is clamped at -87, so n >= -126 and 2^n · p stays a
-// normal float: it is made by adding n to p's exponent field.
-inline __m256 exp_avx2(__m256 x) {
-  const __m256 log2e = _mm256_set1_ps(exp_poly::kLog2e);
-  x = _mm256_max_ps(x, _mm256_set1_ps(exp_poly::kMinArg));
-  const __m256 t = _mm256_mul_ps(x, log2e);
-  const __m256 n = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  // f·ln2 computed in two parts for accuracy.
-  const __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(exp_poly::kLn2Hi), x);
+// tanh(x) = -expm1(-2|x|) / (2 + expm1(-2|x|)), the sign of x put back.
+// expm1 from exp_avx2's polynomial without its constant term where n = 0
+// (|x| < 0.18: 1 - e^-2|x| would cancel), 2^n · p - 1 elsewhere; relative
+// error < 5e-7 everywhere, so a soft-capped score keeps its low bits.
+inline __m256 tanh_avx2(__m256 x) {
+  const __m256 sign_bit = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
+  const __m256 y = _mm256_max_ps(_mm256_mul_ps(_mm256_andnot_ps(sign_bit, x), _mm256_set1_ps(-2.0f)),
+                                 _mm256_set1_ps(exp_poly::kMinArg));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(y, _mm256_set1_ps(exp_poly::kLog2e)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(exp_poly::kLn2Hi), y);
   const __m256 f = _mm256_fnmadd_ps(n, _mm256_set1_ps(exp_poly::kLn2Lo), r);
-  __m256 p = _mm256_set1_ps(exp_poly::kCoef[0]);
-  for (int i = 1; i < 7; ++i) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(exp_poly::kCoef[i]));
+  __m256 q = _mm256_set1_ps(exp_poly::kCoef[0]);
+  for (int i = 1; i < 6; ++i) q = _mm256_fmadd_ps(q, f, _mm256_set1_ps(exp_poly::kCoef[i]));
+  q = _mm256_mul_ps(q, f);  // e^f - 1
   const __m256i exponent_step = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
-  return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), exponent_step));
+  const __m256 e = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(_mm256_add_ps(q, one)), exponent_step));
+  const __m256 em1 = _mm256_blendv_ps(_mm256_sub_ps(e, one), q, _mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_EQ_OQ));
+  const __m256 t = _mm256_div_ps(_mm256_sub_ps(_mm256_setzero_ps(), em1), _mm256_add_ps(em1, _mm256_set1_ps(2.0f)));
+  return _mm256_or_ps(t, _mm256_and_ps(x, sign_bit));
 }
 
 inline float hmax(__m256 v) {
@@ -163,18 +168,19 @@ inline const T* k_block(const uint8_t* k_slice, int64_t blk, int64_t hd) {
   }
 }
 
-// Scores of all G heads over the n_kv positions, block by block, each K block
-// read once for both head chunks (it stays in L1 between them). The lanes
-// past n_kv in the last block are written but never read.
+// Scores of all G heads over positions [js, n_kv) (js a multiple of 16),
+// block by block, each K block read once for both head chunks (it stays in L1
+// between them). The lanes past n_kv in the last block are written but never read.
 template <typename T, int G>
-void score_all(const float* q, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale, float* scores, int64_t ss) {
+void score_all(const float* q, int64_t hd, const KvHeadBlocks& kv, int64_t js, int64_t n_kv, float scale,
+               float* scores, int64_t ss) {
   using Chunks = HeadChunks<G>;
   const __m256 sv = _mm256_set1_ps(scale);
   const int64_t bp = kv.block_pos;
-  for (int64_t b = 0, j0 = 0; j0 < n_kv; ++b, j0 += bp) {
+  for (int64_t b = js / bp, j0 = b * bp; j0 < n_kv; ++b, j0 += bp) {
     const int64_t nblk = ((n_kv - j0 < bp ? n_kv - j0 : bp) + kKvBlock - 1) / kKvBlock;
     const uint8_t* k_slice = kv.k(b);
-    for (int64_t blk = 0; blk < nblk; ++blk) {
+    for (int64_t blk = j0 < js ? (js - j0) / kKvBlock : 0; blk < nblk; ++blk) {
       const T* kb = k_block<T>(k_slice, blk, hd);
       float* sc = scores + j0 + blk * kKvBlock;
       score_block_any<T, Chunks::kFirst>(q, hd, kb, sv, sc, ss);
@@ -182,6 +188,20 @@ void score_all(const float* q, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
         score_block_any<T, Chunks::kSecond>(q + Chunks::kFirst * hd, hd, kb, sv, sc + Chunks::kFirst * ss, ss);
     }
   }
+}
+
+// Soft-capping of one head's n scores in place: cap · tanh(s / cap), the
+// tail through a copy (every score by the same vector function).
+void softcap_scores(float* sc, int64_t n, float cap) {
+  const __m256 c = _mm256_set1_ps(cap), inv = _mm256_set1_ps(1.0f / cap);
+  auto capped = [&](__m256 s) { return _mm256_mul_ps(c, tanh_avx2(_mm256_mul_ps(s, inv))); };
+  const int64_t n_full = n / 8 * 8;
+  for (int64_t j = 0; j < n_full; j += 8) _mm256_storeu_ps(sc + j, capped(_mm256_loadu_ps(sc + j)));
+  if (n_full == n) return;
+  alignas(32) float t[8] = {};
+  std::copy(sc + n_full, sc + n, t);
+  _mm256_store_ps(t, capped(_mm256_load_ps(t)));
+  std::copy(t, t + (n - n_full), sc + n_full);
 }
 
 // Softmax of one head's n_kv scores in place. The tail (n_kv % 8 lanes) is
@@ -211,6 +231,14 @@ void softmax(float* sc, int64_t n_kv) {
   const __m256 inv = _mm256_set1_ps(1.0f / hsum(sum));
   for (int64_t j = 0; j < n_full; j += 8) _mm256_storeu_ps(sc + j, _mm256_mul_ps(_mm256_loadu_ps(sc + j), inv));
   if (tail) _mm256_maskstore_ps(sc + n_full, tail_mask, _mm256_mul_ps(_mm256_maskload_ps(sc + n_full, tail_mask), inv));
+}
+
+// The weights of one head over [js, n_kv): soft-capped scores, softmax over
+// [first, n_kv), and 0 for the positions [js, first) its K block brought in.
+void weights(float* sc, int64_t js, int64_t n_kv, const AttendParams& p) {
+  if (p.softcap > 0) softcap_scores(sc + p.first, n_kv - p.first, p.softcap);
+  softmax(sc + p.first, n_kv - p.first);
+  for (int64_t j = js; j < p.first; ++j) sc[j] = 0.0f;
 }
 
 // Row r of a pool block's V rows.
@@ -278,14 +306,15 @@ void weighted_v_tile_any(const float* p, int64_t ss, const uint8_t* v_slice, int
 constexpr int64_t kVTileRows = 32;
 
 template <typename T, int G>
-void weighted_v_all(const float* scores, int64_t ss, const KvHeadBlocks& kv, int64_t n_kv, int64_t hd, float* out) {
+void weighted_v_all(const float* scores, int64_t ss, const KvHeadBlocks& kv, int64_t js, int64_t n_kv, int64_t hd,
+                    float* out) {
   using Chunks = HeadChunks<G>;
   for (int64_t i = 0; i < G * hd; i += 8) _mm256_storeu_ps(out + i, _mm256_setzero_ps());
   const int64_t bp = kv.block_pos;
-  for (int64_t b = 0, j0 = 0; j0 < n_kv; ++b, j0 += bp) {
+  for (int64_t b = js / bp, j0 = b * bp; j0 < n_kv; ++b, j0 += bp) {
     const int64_t rows = n_kv - j0 < bp ? n_kv - j0 : bp;
     const uint8_t* v_slice = kv.v(b);
-    for (int64_t r0 = 0; r0 < rows; r0 += kVTileRows) {
+    for (int64_t r0 = j0 < js ? js - j0 : 0; r0 < rows; r0 += kVTileRows) {
       const int64_t n = rows - r0 < kVTileRows ? rows - r0 : kVTileRows;
       const float* p = scores + j0 + r0;
       weighted_v_tile_any<T, Chunks::kFirst>(p, ss, v_slice, r0, n, hd, out);
@@ -295,44 +324,46 @@ void weighted_v_all(const float* scores, int64_t ss, const KvHeadBlocks& kv, int
   }
 }
 
+// Positions [js, n_kv) are read, js = first rounded down to a K block.
 template <typename T, int G>
-void attend(const float* q, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale, float* scores, float* out) {
-  const int64_t ss = scores_stride(n_kv);
-  score_all<T, G>(q, hd, kv, n_kv, scale, scores, ss);
-  for (int h = 0; h < G; ++h) softmax(scores + h * ss, n_kv);
-  weighted_v_all<T, G>(scores, ss, kv, n_kv, hd, out);
+void attend(const float* q, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, const AttendParams& p, float* scores,
+            float* out) {
+  const int64_t ss = scores_stride(n_kv), js = p.first / kKvBlock * kKvBlock;
+  score_all<T, G>(q, hd, kv, js, n_kv, p.scale, scores, ss);
+  for (int h = 0; h < G; ++h) weights(scores + h * ss, js, n_kv, p);
+  weighted_v_all<T, G>(scores, ss, kv, js, n_kv, hd, out);
 }
 
 template <typename T>
-void attend_group(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale, float* scores,
-                  float* out) {
+void attend_group(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, const AttendParams& p,
+                  float* scores, float* out) {
   switch (group) {
-    case 1: return attend<T, 1>(q, hd, kv, n_kv, scale, scores, out);
-    case 2: return attend<T, 2>(q, hd, kv, n_kv, scale, scores, out);
-    case 3: return attend<T, 3>(q, hd, kv, n_kv, scale, scores, out);
-    case 4: return attend<T, 4>(q, hd, kv, n_kv, scale, scores, out);
-    case 5: return attend<T, 5>(q, hd, kv, n_kv, scale, scores, out);
-    case 6: return attend<T, 6>(q, hd, kv, n_kv, scale, scores, out);
-    case 7: return attend<T, 7>(q, hd, kv, n_kv, scale, scores, out);
-    default: return attend<T, 8>(q, hd, kv, n_kv, scale, scores, out);
+    case 1: return attend<T, 1>(q, hd, kv, n_kv, p, scores, out);
+    case 2: return attend<T, 2>(q, hd, kv, n_kv, p, scores, out);
+    case 3: return attend<T, 3>(q, hd, kv, n_kv, p, scores, out);
+    case 4: return attend<T, 4>(q, hd, kv, n_kv, p, scores, out);
+    case 5: return attend<T, 5>(q, hd, kv, n_kv, p, scores, out);
+    case 6: return attend<T, 6>(q, hd, kv, n_kv, p, scores, out);
+    case 7: return attend<T, 7>(q, hd, kv, n_kv, p, scores, out);
+    default: return attend<T, 8>(q, hd, kv, n_kv, p, scores, out);
   }
 }
 
 }  // namespace
 
-void attend_group_avx2(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                       float* scores, float* out) {
-  attend_group<float>(q, group, hd, kv, n_kv, scale, scores, out);
+void attend_group_avx2(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                       const AttendParams& p, float* scores, float* out) {
+  attend_group<float>(q, group, hd, kv, n_kv, p, scores, out);
 }
 
-void attend_group_f16_avx2(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                           float* scores, float* out) {
-  attend_group<uint16_t>(q, group, hd, kv, n_kv, scale, scores, out);
+void attend_group_f16_avx2(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                           const AttendParams& p, float* scores, float* out) {
+  attend_group<uint16_t>(q, group, hd, kv, n_kv, p, scores, out);
 }
 
-void attend_group_q8_avx2(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                          float* scores, float* out) {
-  attend_group<uint8_t>(q, group, hd, kv, n_kv, scale, scores, out);
+void attend_group_q8_avx2(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                          const AttendParams& p, float* scores, float* out) {
+  attend_group<uint8_t>(q, group, hd, kv, n_kv, p, scores, out);
 }
 
 }  // namespace laya::cpu

@@ -2,34 +2,43 @@
 #include <immintrin.h>
 
 // GCC 12 reports the intrinsics' own "undefined" pass-through operands as
-// maybe-uninitialized once they are inlined into a template (as in packed_avx512vnni.cpp).
+// maybe-uninitialized once they are inlined into a template (as in
+// packed_avx512vnni.cpp), and as uninitialized in a plain function
+// (_mm512_reduce_add_ps in head_weights).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 #include <cmath>
 #include <type_traits>
 
 #include "backend/cpu/attention.h"
-#include "backend/cpu/x86/exp_poly.h"
+#include "backend/cpu/x86/vec_avx512.h"  // exp_avx512
 
 namespace laya::cpu {
 
 namespace {
 
-// exp(x) for x <= 0 (softmax after subtracting the max): 2^(x·log2 e) split
-// into 2^n · 2^f, f in [-0.5, 0.5], degree-6 polynomial; relative error < 2e-7.
-inline __m512 exp_avx512(__m512 x) {
-  const __m512 log2e = _mm512_set1_ps(exp_poly::kLog2e);
-  x = _mm512_max_ps(x, _mm512_set1_ps(exp_poly::kMinArg));
-  const __m512 t = _mm512_mul_ps(x, log2e);
-  const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  // f·ln2 computed in two parts for accuracy.
-  const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(exp_poly::kLn2Hi), x);
+// tanh(x) = -expm1(-2|x|) / (2 + expm1(-2|x|)), the sign of x put back;
+// expm1 as in attention_avx2.cpp's tanh_avx2 (the polynomial without its
+// constant term where n = 0); relative error < 5e-7.
+inline __m512 tanh_avx512(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 y = _mm512_max_ps(_mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(-2.0f)), _mm512_set1_ps(exp_poly::kMinArg));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(y, _mm512_set1_ps(exp_poly::kLog2e)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(exp_poly::kLn2Hi), y);
   const __m512 f = _mm512_fnmadd_ps(n, _mm512_set1_ps(exp_poly::kLn2Lo), r);
-  __m512 p = _mm512_set1_ps(exp_poly::kCoef[0]);
-  for (int i = 1; i < 7; ++i) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(exp_poly::kCoef[i]));
-  return _mm512_scalef_ps(p, n);
+  __m512 q = _mm512_set1_ps(exp_poly::kCoef[0]);
+  for (int i = 1; i < 6; ++i) q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(exp_poly::kCoef[i]));
+  q = _mm512_mul_ps(q, f);  // e^f - 1
+  const __m512 e = _mm512_scalef_ps(_mm512_add_ps(q, one), n);
+  const __mmask16 n_zero = _mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_EQ_OQ);
+  const __m512 em1 = _mm512_mask_mov_ps(_mm512_sub_ps(e, one), n_zero, q);
+  const __m512 t = _mm512_div_ps(_mm512_sub_ps(_mm512_setzero_ps(), em1), _mm512_add_ps(em1, _mm512_set1_ps(2.0f)));
+  const __m512i sign = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(static_cast<int>(0x80000000u)));
+  return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(t), sign));
 }
 
 inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
@@ -90,14 +99,14 @@ void score_blocks_q8(const float* q, int64_t hd, const uint8_t* k, int64_t nblk,
 // out (HC heads, NC * 16) = Σ_j p[h][j] · V[j]: each V row loaded once for
 // the HC heads, the HC × NC accumulators in registers.
 template <typename T, int NC, int HC>
-void weighted_v(const float* p, int64_t ss, const KvHeadBlocks& kv, int64_t n_kv, float* out) {
+void weighted_v(const float* p, int64_t ss, const KvHeadBlocks& kv, int64_t js, int64_t n_kv, float* out) {
   __m512 o[HC * NC];
   for (int i = 0; i < HC * NC; ++i) o[i] = _mm512_setzero_ps();
   const int64_t bp = kv.block_pos;
-  for (int64_t b = 0, j0 = 0; j0 < n_kv; ++b, j0 += bp) {
+  for (int64_t b = js / bp, j0 = b * bp; j0 < n_kv; ++b, j0 += bp) {
     const T* v = reinterpret_cast<const T*>(kv.v(b));
     const int64_t rows = n_kv - j0 < bp ? n_kv - j0 : bp;
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = j0 < js ? js - j0 : 0; r < rows; ++r) {
       const int64_t j = j0 + r;
       if constexpr (std::is_same_v<T, uint8_t>) {  // Q8_0 row: int8 [hd], float32 scales [hd / 32]
         const uint8_t* vr = v + static_cast<size_t>(r) * q8_v_row_bytes(NC * 16);
@@ -128,77 +137,103 @@ void score_blocks_any(const float* q, int64_t hd, const T* k, int64_t nblk, floa
   }
 }
 
+// K block number `blk` of a pool block's K slice.
+template <typename T>
+inline const T* k_block(const uint8_t* k_slice, int64_t blk, int64_t hd) {
+  if constexpr (std::is_same_v<T, uint8_t>) {
+    return k_slice + static_cast<size_t>(blk) * q8_k_block_bytes(hd);
+  } else {
+    return reinterpret_cast<const T*>(k_slice) + blk * hd * kKvBlock;
+  }
+}
+
+// Scores over positions [js, n_kv), js a multiple of 16.
 template <typename T, int G>
-void score_pool_blocks(const float* q, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale, float* scores,
-                       int64_t ss) {
+void score_pool_blocks(const float* q, int64_t hd, const KvHeadBlocks& kv, int64_t js, int64_t n_kv, float scale,
+                       float* scores, int64_t ss) {
   const int64_t bp = kv.block_pos;
-  for (int64_t b = 0, j0 = 0; j0 < n_kv; ++b, j0 += bp) {
+  for (int64_t b = js / bp, j0 = b * bp; j0 < n_kv; ++b, j0 += bp) {
     const int64_t nblk = ((n_kv - j0 < bp ? n_kv - j0 : bp) + kKvBlock - 1) / kKvBlock;
-    score_blocks_any<T, G>(q, hd, reinterpret_cast<const T*>(kv.k(b)), nblk, scale, scores + j0, ss);
+    const int64_t blk0 = j0 < js ? (js - j0) / kKvBlock : 0;
+    score_blocks_any<T, G>(q, hd, k_block<T>(kv.k(b), blk0, hd), nblk - blk0, scale, scores + j0 + blk0 * kKvBlock, ss);
   }
 }
 
 template <typename T>
-void scores_for(int group, const float* q, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale, float* scores,
-                int64_t ss) {
+void scores_for(int group, const float* q, int64_t hd, const KvHeadBlocks& kv, int64_t js, int64_t n_kv, float scale,
+                float* scores, int64_t ss) {
   switch (group) {
-    case 1: return score_pool_blocks<T, 1>(q, hd, kv, n_kv, scale, scores, ss);
-    case 2: return score_pool_blocks<T, 2>(q, hd, kv, n_kv, scale, scores, ss);
-    case 3: return score_pool_blocks<T, 3>(q, hd, kv, n_kv, scale, scores, ss);
-    case 4: return score_pool_blocks<T, 4>(q, hd, kv, n_kv, scale, scores, ss);
-    case 5: return score_pool_blocks<T, 5>(q, hd, kv, n_kv, scale, scores, ss);
-    case 6: return score_pool_blocks<T, 6>(q, hd, kv, n_kv, scale, scores, ss);
-    case 7: return score_pool_blocks<T, 7>(q, hd, kv, n_kv, scale, scores, ss);
-    default: return score_pool_blocks<T, 8>(q, hd, kv, n_kv, scale, scores, ss);
+    case 1: return score_pool_blocks<T, 1>(q, hd, kv, js, n_kv, scale, scores, ss);
+    case 2: return score_pool_blocks<T, 2>(q, hd, kv, js, n_kv, scale, scores, ss);
+    case 3: return score_pool_blocks<T, 3>(q, hd, kv, js, n_kv, scale, scores, ss);
+    case 4: return score_pool_blocks<T, 4>(q, hd, kv, js, n_kv, scale, scores, ss);
+    case 5: return score_pool_blocks<T, 5>(q, hd, kv, js, n_kv, scale, scores, ss);
+    case 6: return score_pool_blocks<T, 6>(q, hd, kv, js, n_kv, scale, scores, ss);
+    case 7: return score_pool_blocks<T, 7>(q, hd, kv, js, n_kv, scale, scores, ss);
+    default: return score_pool_blocks<T, 8>(q, hd, kv, js, n_kv, scale, scores, ss);
   }
 }
 
 template <typename T, int NC>
-void weighted_v_nc(int hc, const float* p, int64_t ss, const KvHeadBlocks& v, int64_t n_kv, float* out) {
+void weighted_v_nc(int hc, const float* p, int64_t ss, const KvHeadBlocks& v, int64_t js, int64_t n_kv, float* out) {
   constexpr int kMax = 24 / NC < 8 ? 24 / NC : 8;  // accumulators kept ≤ 24 registers
   static_assert(kMax >= 1);
   switch (hc) {
-    case 1: return weighted_v<T, NC, 1>(p, ss, v, n_kv, out);
-    case 2: if constexpr (kMax >= 2) return weighted_v<T, NC, 2>(p, ss, v, n_kv, out); break;
-    case 3: if constexpr (kMax >= 3) return weighted_v<T, NC, 3>(p, ss, v, n_kv, out); break;
-    case 4: if constexpr (kMax >= 4) return weighted_v<T, NC, 4>(p, ss, v, n_kv, out); break;
-    case 5: if constexpr (kMax >= 5) return weighted_v<T, NC, 5>(p, ss, v, n_kv, out); break;
-    case 6: if constexpr (kMax >= 6) return weighted_v<T, NC, 6>(p, ss, v, n_kv, out); break;
-    case 7: if constexpr (kMax >= 7) return weighted_v<T, NC, 7>(p, ss, v, n_kv, out); break;
-    case 8: if constexpr (kMax >= 8) return weighted_v<T, NC, 8>(p, ss, v, n_kv, out); break;
+    case 1: return weighted_v<T, NC, 1>(p, ss, v, js, n_kv, out);
+    case 2: if constexpr (kMax >= 2) return weighted_v<T, NC, 2>(p, ss, v, js, n_kv, out); break;
+    case 3: if constexpr (kMax >= 3) return weighted_v<T, NC, 3>(p, ss, v, js, n_kv, out); break;
+    case 4: if constexpr (kMax >= 4) return weighted_v<T, NC, 4>(p, ss, v, js, n_kv, out); break;
+    case 5: if constexpr (kMax >= 5) return weighted_v<T, NC, 5>(p, ss, v, js, n_kv, out); break;
+    case 6: if constexpr (kMax >= 6) return weighted_v<T, NC, 6>(p, ss, v, js, n_kv, out); break;
+    case 7: if constexpr (kMax >= 7) return weighted_v<T, NC, 7>(p, ss, v, js, n_kv, out); break;
+    case 8: if constexpr (kMax >= 8) return weighted_v<T, NC, 8>(p, ss, v, js, n_kv, out); break;
     default: break;
   }
 }
 
-template <typename T>
-void attend_group(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale, float* scores,
-                  float* out) {
-  const int64_t ss = scores_stride(n_kv);
-  scores_for<T>(group, q, hd, kv, n_kv, scale, scores, ss);
-  // Softmax per head.
-  for (int h = 0; h < group; ++h) {
-    float* sc = scores + h * ss;
-    __m512 mx = _mm512_set1_ps(-INFINITY);
-    int64_t j = 0;
-    for (; j + 16 <= n_kv; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(sc + j));
-    const __mmask16 tail = static_cast<__mmask16>((1u << (n_kv - j)) - 1);
-    if (j < n_kv) mx = _mm512_mask_max_ps(mx, tail, mx, _mm512_maskz_loadu_ps(tail, sc + j));
-    const __m512 mv = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
-    __m512 sv = _mm512_setzero_ps();
-    for (j = 0; j + 16 <= n_kv; j += 16) {
-      const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(sc + j), mv));
-      _mm512_storeu_ps(sc + j, e);
-      sv = _mm512_add_ps(sv, e);
-    }
-    if (j < n_kv) {
-      const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, sc + j), mv));
-      _mm512_mask_storeu_ps(sc + j, tail, e);
-      sv = _mm512_add_ps(sv, _mm512_maskz_mov_ps(tail, e));
-    }
-    const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sv));
-    for (j = 0; j + 16 <= n_kv; j += 16) _mm512_storeu_ps(sc + j, _mm512_mul_ps(_mm512_loadu_ps(sc + j), inv));
-    if (j < n_kv) _mm512_mask_storeu_ps(sc + j, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, sc + j), inv));
+// Soft-capped scores (cap · tanh(s / cap)), then the softmax, of one head's
+// scores over [first, n_kv); the positions [js, first) its K block brought in
+// weigh 0.
+void head_weights(float* sc, int64_t js, int64_t n_kv, const AttendParams& p) {
+  float* s = sc + p.first;
+  const int64_t n = n_kv - p.first;
+  int64_t j = 0;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (n % 16)) - 1);
+  if (p.softcap > 0) {
+    const __m512 c = _mm512_set1_ps(p.softcap), inv = _mm512_set1_ps(1.0f / p.softcap);
+    for (; j + 16 <= n; j += 16)
+      _mm512_storeu_ps(s + j, _mm512_mul_ps(c, tanh_avx512(_mm512_mul_ps(_mm512_loadu_ps(s + j), inv))));
+    if (j < n)
+      _mm512_mask_storeu_ps(s + j, tail, _mm512_mul_ps(c, tanh_avx512(_mm512_mul_ps(_mm512_maskz_loadu_ps(tail, s + j), inv))));
   }
+  __m512 mx = _mm512_set1_ps(-INFINITY);
+  for (j = 0; j + 16 <= n; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + j));
+  if (j < n) mx = _mm512_mask_max_ps(mx, tail, mx, _mm512_maskz_loadu_ps(tail, s + j));
+  const __m512 mv = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+  __m512 sv = _mm512_setzero_ps();
+  for (j = 0; j + 16 <= n; j += 16) {
+    const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(s + j), mv));
+    _mm512_storeu_ps(s + j, e);
+    sv = _mm512_add_ps(sv, e);
+  }
+  if (j < n) {
+    const __m512 e = exp_avx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, s + j), mv));
+    _mm512_mask_storeu_ps(s + j, tail, e);
+    sv = _mm512_add_ps(sv, _mm512_maskz_mov_ps(tail, e));
+  }
+  const __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sv));
+  for (j = 0; j + 16 <= n; j += 16) _mm512_storeu_ps(s + j, _mm512_mul_ps(_mm512_loadu_ps(s + j), inv));
+  if (j < n) _mm512_mask_storeu_ps(s + j, tail, _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, s + j), inv));
+  for (int64_t k = js; k < p.first; ++k) sc[k] = 0.0f;
+}
+
+// Positions [js, n_kv) are read, js = first rounded down to a K block.
+template <typename T>
+void attend_group(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, const AttendParams& p,
+                  float* scores, float* out) {
+  const int64_t ss = scores_stride(n_kv), js = p.first / kKvBlock * kKvBlock;
+  scores_for<T>(group, q, hd, kv, js, n_kv, p.scale, scores, ss);
+  for (int h = 0; h < group; ++h) head_weights(scores + h * ss, js, n_kv, p);
   // Weighted sum of V rows in chunks of heads whose accumulators fit in
   // registers (qwen2.5's 7 heads × 4 vectors: two passes of 4 and 3).
   const int nc = static_cast<int>(hd / 16);
@@ -207,33 +242,33 @@ void attend_group(const float* q, int group, int64_t hd, const KvHeadBlocks& kv,
   const int hc = (group + n_chunks - 1) / n_chunks;
   for (int h0 = 0; h0 < group; h0 += hc) {
     const int n = group - h0 < hc ? group - h0 : hc;
-    const float* p = scores + h0 * ss;
+    const float* w = scores + h0 * ss;
     float* o = out + h0 * hd;
     switch (nc) {
-      case 1: weighted_v_nc<T, 1>(n, p, ss, kv, n_kv, o); break;
-      case 2: weighted_v_nc<T, 2>(n, p, ss, kv, n_kv, o); break;
-      case 4: weighted_v_nc<T, 4>(n, p, ss, kv, n_kv, o); break;
-      case 8: weighted_v_nc<T, 8>(n, p, ss, kv, n_kv, o); break;
-      default: weighted_v_nc<T, 16>(n, p, ss, kv, n_kv, o); break;
+      case 1: weighted_v_nc<T, 1>(n, w, ss, kv, js, n_kv, o); break;
+      case 2: weighted_v_nc<T, 2>(n, w, ss, kv, js, n_kv, o); break;
+      case 4: weighted_v_nc<T, 4>(n, w, ss, kv, js, n_kv, o); break;
+      case 8: weighted_v_nc<T, 8>(n, w, ss, kv, js, n_kv, o); break;
+      default: weighted_v_nc<T, 16>(n, w, ss, kv, js, n_kv, o); break;
     }
   }
 }
 
 }  // namespace
 
-void attend_group_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                         float* scores, float* out) {
-  attend_group<float>(q, group, hd, kv, n_kv, scale, scores, out);
+void attend_group_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                         const AttendParams& p, float* scores, float* out) {
+  attend_group<float>(q, group, hd, kv, n_kv, p, scores, out);
 }
 
-void attend_group_f16_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                             float* scores, float* out) {
-  attend_group<uint16_t>(q, group, hd, kv, n_kv, scale, scores, out);
+void attend_group_f16_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                             const AttendParams& p, float* scores, float* out) {
+  attend_group<uint16_t>(q, group, hd, kv, n_kv, p, scores, out);
 }
 
-void attend_group_q8_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv, float scale,
-                            float* scores, float* out) {
-  attend_group<uint8_t>(q, group, hd, kv, n_kv, scale, scores, out);
+void attend_group_q8_avx512(const float* q, int group, int64_t hd, const KvHeadBlocks& kv, int64_t n_kv,
+                            const AttendParams& p, float* scores, float* out) {
+  attend_group<uint8_t>(q, group, hd, kv, n_kv, p, scores, out);
 }
 
 }  // namespace laya::cpu

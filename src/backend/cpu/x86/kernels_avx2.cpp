@@ -10,6 +10,8 @@
 #include <cstring>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/x86/vec_avx2.h"
+#include "backend/cpu/vec_ops.h"  // after the vector type: scale, mul, gelu, layer_norm
 #include "core/dtype.h"
 
 namespace laya::cpu {
@@ -567,6 +569,7 @@ void fill_avx2_table(KernelTable& t) {
   fill_affine_avx2(t);
   t.dot_f32 = &dot_f32;
   t.axpy_f32 = &axpy_f32;
+  vec::fill_ops<Avx2Vec>(t);
 }
 
 }  // namespace laya::cpu

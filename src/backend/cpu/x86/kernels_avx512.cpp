@@ -14,6 +14,8 @@
 #include <cstring>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/x86/vec_avx512.h"
+#include "backend/cpu/vec_ops.h"  // after the vector type: scale, mul, gelu, layer_norm
 #include "core/dtype.h"
 
 namespace laya::cpu {
@@ -502,6 +504,7 @@ void fill_avx512_table(KernelTable& t) {
   fill_affine_avx2(t);  // the MLX types: AVX2's kernels (AVX-512 CPUs have AVX2)
   t.dot_f32 = &dot_f32;
   t.axpy_f32 = &axpy_f32;
+  vec::fill_ops<Avx512Vec>(t);
 }
 
 }  // namespace laya::cpu

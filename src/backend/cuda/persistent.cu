@@ -1,0 +1,362 @@
+// The persistent decode kernel (persistent.h): one launch per decode step,
+// every block walking the step's instruction list.
+#include "backend/cuda/persistent.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "backend/cuda/attention.cuh"
+#include "backend/cuda/matvec.cuh"
+
+namespace laya::cuda {
+
+namespace {
+
+// ---- the grid barrier ----------------------------------------------------------------------------
+// sync[0] counts arrivals: a block arrives once per waiting instruction, so
+// the s-th wait is passed once sync[0] reaches s * gridDim.x. The pattern of
+// cooperative groups' grid sync: the block's writes, a block barrier, then
+// thread 0 fences and counts; the waiter spins on its own, fences, and
+// releases its block.
+__device__ __forceinline__ void grid_arrive(unsigned* sync) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    atomicAdd(sync, 1u);
+  }
+}
+
+__device__ __forceinline__ unsigned load_volatile(const unsigned* p) { return *static_cast<const volatile unsigned*>(p); }
+
+__device__ __forceinline__ void grid_wait(unsigned* sync, unsigned target) {
+  if (threadIdx.x == 0) {
+    while (load_volatile(sync) < target) __nanosleep(32);
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+// Shared memory: the matrix-vector kernel's sums, the attention merge's flag,
+// then the staged x or the attention's buffers (the larger).
+struct Smem {
+  double (*part)[kWarps];
+  int* last;
+  float* big;
+};
+constexpr size_t kSmemHead = kMaxVecTok * kWarps * sizeof(double) + 16;
+__device__ __forceinline__ Smem carve(unsigned char* base) {
+  Smem s;
+  s.part = reinterpret_cast<double (*)[kWarps]>(base);
+  s.last = reinterpret_cast<int*>(base + kMaxVecTok * kWarps * sizeof(double));
+  s.big = reinterpret_cast<float*>(base + kSmemHead);
+  return s;
+}
+
+// ---- the instructions ----------------------------------------------------------------------------
+template <class U, class Enter>
+__device__ __forceinline__ void run_matvec(const StepInstr& in, const Smem& sm, Enter enter) {
+  constexpr int B1 = stream_units<U, 1>(), B2 = stream_units<U, 2>();
+  const MatvecJob& job = in.job;
+  if (job.swiglu) {
+    if (in.deep)
+      matvec_stream<U, 2 * B2, true, 1>(job, in.x, in.cols, in.padded, in.total, 1, sm.big, sm.part, blockIdx.x, gridDim.x, enter);
+    else
+      matvec_stream<U, B2, true, 1>(job, in.x, in.cols, in.padded, in.total, 1, sm.big, sm.part, blockIdx.x, gridDim.x, enter);
+  } else {
+    if (in.deep)
+      matvec_stream<U, 2 * B1, false, 1>(job, in.x, in.cols, in.padded, in.total, 1, sm.big, sm.part, blockIdx.x, gridDim.x, enter);
+    else
+      matvec_stream<U, B1, false, 1>(job, in.x, in.cols, in.padded, in.total, 1, sm.big, sm.part, blockIdx.x, gridDim.x, enter);
+  }
+}
+
+template <int ND, class Enter>
+__device__ __forceinline__ void run_attention_nd(const StepInstr& in, int64_t pos, const Smem& sm, Enter enter) {
+  const int64_t gz = (in.group + kMaxG - 1) / kMaxG * in.split.n, count = in.kv.n_head_kv * gz;
+  for (int64_t vb = blockIdx.x; vb < count; vb += gridDim.x) {
+    enter();
+    attention_block<ND>(in.kv, in.q, pos, in.n_head, in.group, AttnScore{in.scale, in.softcap, in.window}, in.out,
+                        in.split, 0, vb / gz, vb % gz, gz, sm.big, sm.last);
+    __syncthreads();  // the shared buffers are reused by the next virtual block
+  }
+}
+
+// head_dim up to 128: 256 (Gemma's) would hold 8 heads x 8 values of
+// accumulators per lane and take the kernel past 128 registers, one block
+// per SM (ptxas: 251 registers with it).
+template <class Enter>
+__device__ __forceinline__ void run_attention(const StepInstr& in, int64_t pos, const Smem& sm, Enter enter) {
+  switch (in.kv.head_dim) {
+    case 32: run_attention_nd<1>(in, pos, sm, enter); break;
+    case 64: run_attention_nd<2>(in, pos, sm, enter); break;
+    case 96: run_attention_nd<3>(in, pos, sm, enter); break;
+    default: run_attention_nd<4>(in, pos, sm, enter); break;
+  }
+}
+
+// Work spread over every thread of the grid: f(i) for i < n.
+template <class F>
+__device__ __forceinline__ void grid_threads(int64_t n, F f) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) f(i);
+}
+
+// The kernel: U is the weights' unit type (every matrix of the step has it).
+// Two blocks per SM (at most 128 registers a thread): 16 warps streaming
+// weights, as the separate decode kernels ran at 3-4 blocks.
+template <class U>
+__global__ void __launch_bounds__(kWarps * 32, 2) step_kernel(const StepInstr* __restrict__ prog, int n_instr,
+                                                               unsigned* sync, const int64_t* dyn) {
+  LAYA_DYNAMIC_SHARED(unsigned char, smem_base);
+  const Smem sm = carve(smem_base);
+  const int64_t token = dyn[0], pos = dyn[1];
+  unsigned passed = 0;     // waits this block has arrived at
+  bool must_wait = false;  // an arrival not yet waited on
+  for (int i = 0; i < n_instr; ++i) {
+    const StepInstr& in = prog[i];
+    if (in.wait) {
+      grid_arrive(sync);
+      ++passed;
+      must_wait = true;
+    }
+    // Called by every thread of the block before it reads what an earlier
+    // instruction wrote; the matrix-vector body calls it after its first
+    // weight loads are out. A block with no work in an instruction never
+    // calls it: its wait moves on to the next instruction it works in.
+    auto enter = [&] {
+      if (must_wait) grid_wait(sync, passed * gridDim.x);
+      must_wait = false;
+    };
+    switch (in.op) {
+      case StepOp::kMatvec:
+        run_matvec<U>(in, sm, enter);
+        break;
+      case StepOp::kEmbed: {
+        const int64_t groups = (in.m.cols + 31) / 32;
+        if (static_cast<int64_t>(blockIdx.x) * blockDim.x >= groups) break;
+        enter();
+        grid_threads(groups, [&](int64_t g) {
+          float w[32];
+          deq32(in.m, token, g, w);
+          for (int j = 0; j < 32 && g * 32 + j < in.m.cols; ++j) in.out[g * 32 + j] = w[j];
+        });
+        break;
+      }
+      case StepOp::kRmsNormRows:
+        for (int64_t r = blockIdx.x; r < in.n_rows; r += gridDim.x) {
+          enter();
+          rms_norm_row(r, in.x, in.w, in.n, in.eps, in.out, sm.part[0]);
+        }
+        break;
+      case StepOp::kRopeStore: {
+        const int64_t pairs = (in.n_head + in.kv.n_head_kv) * (in.kv.head_dim / 2);
+        if (static_cast<int64_t>(blockIdx.x) * blockDim.x >= pairs) break;
+        enter();
+        grid_threads(pairs, [&](int64_t idx) {
+          rope_store_at(idx, in.q, in.k, in.v, in.kv, in.store, 1, in.n_head, pos, in.cos, in.sin, in.half, in.interleaved);
+        });
+        break;
+      }
+      case StepOp::kKvStoreQ8: {
+        const int64_t warps = in.kv.n_head_kv * (in.kv.head_dim / 32);
+        if (static_cast<int64_t>(blockIdx.x) * kWarps >= warps) break;
+        enter();
+        const int64_t stride = static_cast<int64_t>(gridDim.x) * kWarps;
+        for (int64_t w = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5); w < warps; w += stride)
+          kv_store_q8_warp(w, threadIdx.x & 31, in.kv, in.k, in.v, 1, pos);
+        break;
+      }
+      case StepOp::kAttention:
+        run_attention(in, pos, sm, enter);
+        break;
+    }
+  }
+  // The last block out zeroes the counters for the next launch (which the
+  // stream starts only after this one has ended).
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(sync + 1, 1u) == gridDim.x - 1) {
+      sync[0] = 0;
+      sync[1] = 0;
+      __threadfence();
+    }
+  }
+}
+
+using StepFn = void (*)(const StepInstr*, int, unsigned*, const int64_t*);
+
+StepFn kernel_for(DType t) {
+  switch (t) {
+    case DType::Q8_0: return step_kernel<UnitQ8>;
+    case DType::BF16: return step_kernel<Unit16<true>>;
+    case DType::F16: return step_kernel<Unit16<false>>;
+    case DType::F32: return step_kernel<UnitF32>;
+    default: return nullptr;
+  }
+}
+
+bool overlaps(const DevRange& a, const DevRange& b) {
+  const auto* pa = static_cast<const unsigned char*>(a.p);
+  const auto* pb = static_cast<const unsigned char*>(b.p);
+  return a.bytes > 0 && b.bytes > 0 && pa < pb + b.bytes && pb < pa + a.bytes;
+}
+bool any_overlap(const std::vector<DevRange>& set, std::initializer_list<DevRange> ranges) {
+  for (const DevRange& r : ranges)
+    for (const DevRange& s : set)
+      if (overlaps(r, s)) return true;
+  return false;
+}
+
+}  // namespace
+
+// ---- StepProgram ---------------------------------------------------------------------------------
+
+StepProgram::~StepProgram() { release(); }
+
+StepProgram::StepProgram(StepProgram&& o) noexcept { *this = std::move(o); }
+
+StepProgram& StepProgram::operator=(StepProgram&& o) noexcept {
+  if (this != &o) {
+    release();
+    host_ = std::move(o.host_);
+    stage_reads_ = std::move(o.stage_reads_);
+    stage_writes_ = std::move(o.stage_writes_);
+    why_refused_ = std::move(o.why_refused_);
+    type_ = o.type_;
+    dev_ = std::exchange(o.dev_, nullptr);
+    sync_ = std::exchange(o.sync_, nullptr);
+    grid_ = o.grid_;
+    smem_ = o.smem_;
+  }
+  return *this;
+}
+
+void StepProgram::release() {
+  if (dev_) cudaFree(dev_);
+  if (sync_) cudaFree(sync_);
+  dev_ = nullptr;
+  sync_ = nullptr;
+}
+
+void StepProgram::add(StepInstr in, std::initializer_list<DevRange> reads, std::initializer_list<DevRange> writes) {
+  if (refused()) return;
+  // Reading what this stage wrote, or writing what it read or wrote: every
+  // block must be past the stage first.
+  in.wait = !host_.empty() && (any_overlap(stage_writes_, reads) || any_overlap(stage_writes_, writes) ||
+                               any_overlap(stage_reads_, writes));
+  if (in.wait) {
+    stage_reads_.clear();
+    stage_writes_.clear();
+  }
+  stage_reads_.insert(stage_reads_.end(), reads.begin(), reads.end());
+  stage_writes_.insert(stage_writes_.end(), writes.begin(), writes.end());
+  host_.push_back(in);
+}
+
+bool StepProgram::fold_bias(const float* y, const float* b, int64_t n) {
+  if (refused() || host_.empty()) return false;
+  StepInstr& in = host_.back();
+  if (in.op != StepOp::kMatvec || in.job.swiglu || in.job.accumulate) return false;
+  for (int i = 0; i < in.job.n; ++i) {
+    if (in.job.y[i] == y && in.job.m[i].rows == n && !in.job.bias[i]) {
+      in.job.bias[i] = b;
+      return true;
+    }
+  }
+  return false;
+}
+
+void StepProgram::refuse(std::string why) {
+  if (!refused()) why_refused_ = std::move(why);
+}
+
+int StepProgram::waits() const {
+  return static_cast<int>(std::count_if(host_.begin(), host_.end(), [](const StepInstr& i) { return i.wait; }));
+}
+
+cudaError_t StepProgram::upload(const Launch& l, cudaStream_t s) {
+  if (host_.empty()) refuse("an empty step");
+  // Every matrix of the step has one type: the kernel is compiled for it.
+  bool typed = false;
+  size_t big = 0;
+  for (StepInstr& in : host_) {
+    if (in.op == StepOp::kMatvec) {
+      // As matmul.cu's matvec() launches the job: x padded, rows end to end,
+      // long rows in double chunks.
+      in.padded = (in.cols + kPadCols - 1) / kPadCols * kPadCols;
+      in.total = in.job.m[0].rows;
+      if (!in.job.swiglu)
+        for (int i = 1; i < in.job.n; ++i) in.total += in.job.m[i].rows;
+      in.deep = l.tuning.stream_deep && static_cast<int64_t>(in.job.m[0].stride / 16) >= 64 * stream_units<UnitQ8, 1>();
+      const int nm = in.job.swiglu ? 2 : in.job.n;
+      for (int i = 0; i < nm; ++i) {
+        if (!typed) type_ = in.job.m[i].type, typed = true;
+        if (in.job.m[i].type != type_) refuse("matrices of two types in one step");
+      }
+      big = std::max(big, static_cast<size_t>(xpad_size(in.padded)) * sizeof(float));
+    }
+    if (in.op == StepOp::kAttention) {
+      const int64_t hd = in.kv.head_dim;
+      if (hd != 32 && hd != 64 && hd != 96 && hd != 128) refuse("head_dim over 128");
+      const size_t a[] = {attention_smem<1>(), attention_smem<2>(), attention_smem<3>(), attention_smem<4>()};
+      big = std::max(big, a[hd == 32 ? 0 : hd == 64 ? 1 : hd == 96 ? 2 : 3]);
+    }
+  }
+  const StepFn f = kernel_for(type_);
+  if (!f) refuse("weights of a type the persistent kernel has no units for");
+  if (refused()) return cudaErrorInvalidValue;
+  smem_ = kSmemHead + big;
+  if (smem_ > l.smem_optin) {
+    refuse("more shared memory than a block may have");
+    return cudaErrorInvalidValue;
+  }
+  if (cudaError_t e = cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_));
+      e != cudaSuccess)
+    return e;
+  // Every block must be resident at once (they wait for each other): no more
+  // than the occupancy allows, which the cooperative launch checks again.
+  int per_sm = 0;
+  if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, kWarps * 32, smem_); e != cudaSuccess)
+    return e;
+  if (per_sm < 1) {
+    refuse("the persistent kernel does not fit a multiprocessor");
+    return cudaErrorInvalidValue;
+  }
+  grid_ = l.sms * per_sm;
+  release();
+  const size_t bytes = host_.size() * sizeof(StepInstr);
+  if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&dev_), bytes); e != cudaSuccess) return e;
+  if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&sync_), 2 * sizeof(unsigned)); e != cudaSuccess) return e;
+  // On the launching stream, then waited for: the stream is non-blocking, so
+  // cudaMemcpy / cudaMemset on the legacy stream would not be ordered before
+  // the first launch (a pageable copy may return before its DMA is done), and
+  // a barrier counter not yet zeroed lets every wait pass.
+  if (cudaError_t e = cudaMemcpyAsync(dev_, host_.data(), bytes, cudaMemcpyHostToDevice, s); e != cudaSuccess) return e;
+  if (cudaError_t e = cudaMemsetAsync(sync_, 0, 2 * sizeof(unsigned), s); e != cudaSuccess) return e;
+  return cudaStreamSynchronize(s);
+}
+
+cudaError_t StepProgram::launch(const Launch& l, const int64_t* dyn, cudaStream_t s) const {
+  (void)l;
+  const StepFn f = kernel_for(type_);
+  const int n = static_cast<int>(host_.size());
+#if defined(LAYA_CUDA_EMULATE)
+  LAYA_LAUNCH_COOPERATIVE(f, dim3(static_cast<unsigned>(grid_)), dim3(kWarps * 32), smem_, s)(dev_, n, sync_, dyn);
+  return cudaGetLastError();
+#else
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(grid_));
+  cfg.blockDim = dim3(kWarps * 32);
+  cfg.dynamicSmemBytes = smem_;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeCooperative;
+  attr[0].val.cooperative = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, f, static_cast<const StepInstr*>(dev_), n, sync_, dyn);
+#endif
+}
+
+}  // namespace laya::cuda
