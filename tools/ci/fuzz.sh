@@ -8,6 +8,7 @@
 #   FUZZ_SECONDS=600 tools/ci/fuzz.sh     # longer run
 #   BUILD_DIR=/tmp/bf tools/ci/fuzz.sh    # other build directory
 #   FUZZ_TARGETS="trace cli_numbers" tools/ci/fuzz.sh   # some targets only
+#   FUZZ_BUILD_ONLY=1 tools/ci/fuzz.sh    # build the targets, run none
 # Reproduce a crash: $BUILD_DIR/fuzz/gguf_fuzz $BUILD_DIR/fuzz-artifacts/crash-...
 set -euo pipefail
 
@@ -26,6 +27,8 @@ cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=None \
   -DCMAKE_CXX_COMPILER="$CXX_FUZZ" -DCMAKE_C_COMPILER="$CC_FUZZ" \
   -DLAYA_FUZZ=ON -DLAYA_BUILD_TESTS=OFF -DLAYA_BUILD_BENCH=OFF >/dev/null
 ninja -C "$BUILD_DIR" -j "$JOBS" gguf_fuzz safetensors_fuzz tokenizer_json_fuzz cli_numbers_fuzz trace_fuzz server_request_fuzz lsp_frame_fuzz
+# FUZZ_BUILD_ONLY=1: the targets only (scripts/test.sh builds them beside the tests).
+if [ -n "${FUZZ_BUILD_ONLY:-}" ]; then exit 0; fi
 
 ART="$BUILD_DIR/fuzz-artifacts"
 mkdir -p "$ART"
