@@ -175,7 +175,7 @@ StreamFn stream_for(const MatvecJob& job, int64_t n_tok, bool deep_ok) {
   const bool one = n_tok == 1;
   // Q8_0 / F16 / BF16 rows are whole 16-byte units (the device stride); the
   // deep chunks want 64 * B of them a lane.
-  const bool deep = deep_ok && static_cast<int64_t>(job.m[0].stride / 16) >= 64 * stream_units<UnitQ8, 1>();
+  const bool deep = deep_rows(job.m[0], deep_ok);
   static_assert(stream_units<UnitQ8, 1>() == stream_units<Unit16<true>, 1>());
   switch (job.m[0].type) {
     case DType::F32: return stream_of<UnitF32>(job.swiglu, one, deep);
@@ -300,7 +300,6 @@ __global__ void get_rows_kernel(const DevMat m, const Ids64 ids, float* __restri
   }
 }
 
-int64_t padded_cols(int64_t cols) { return (cols + kPadCols - 1) / kPadCols * kPadCols; }
 
 }  // namespace
 

@@ -11,6 +11,7 @@ namespace laya::cuda {
 
 constexpr int kWarps = 8;  // warps per block of the decode kernel
 constexpr int64_t kPadCols = 256;  // x is staged in shared memory padded to a multiple of this (zeros)
+inline int64_t padded_cols(int64_t cols) { return (cols + kPadCols - 1) / kPadCols * kPadCols; }
 
 __device__ __forceinline__ float warp_sum(float s) {
   for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
@@ -147,6 +148,13 @@ constexpr int stream_units() {
 
 // Where row R of a job is: matrix mi (0 for SwiGLU, whose two matrices share
 // rows), row r of it, and the row's bytes in each of the K matrices read.
+// Rows of at least 64 * B units a lane (BF16 / F16 rows of 2,048 values and
+// more, Q8_0 of 4,096 and more) take chunks of twice the units (deep_ok:
+// CudaTuning::stream_deep); m is the job's first matrix.
+inline bool deep_rows(const DevMat& m, bool deep_ok) {
+  return deep_ok && static_cast<int64_t>(m.stride / 16) >= 64 * stream_units<UnitQ8, 1>();
+}
+
 template <class U, int K>
 struct RowAt {
   int mi = 0;

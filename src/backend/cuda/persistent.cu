@@ -284,11 +284,11 @@ cudaError_t StepProgram::upload(const Launch& l, cudaStream_t s) {
     if (in.op == StepOp::kMatvec) {
       // As matmul.cu's matvec() launches the job: x padded, rows end to end,
       // long rows in double chunks.
-      in.padded = (in.cols + kPadCols - 1) / kPadCols * kPadCols;
+      in.padded = padded_cols(in.cols);
       in.total = in.job.m[0].rows;
       if (!in.job.swiglu)
         for (int i = 1; i < in.job.n; ++i) in.total += in.job.m[i].rows;
-      in.deep = l.tuning.stream_deep && static_cast<int64_t>(in.job.m[0].stride / 16) >= 64 * stream_units<UnitQ8, 1>();
+      in.deep = deep_rows(in.job.m[0], l.tuning.stream_deep);
       const int nm = in.job.swiglu ? 2 : in.job.n;
       for (int i = 0; i < nm; ++i) {
         if (!typed) type_ = in.job.m[i].type, typed = true;
