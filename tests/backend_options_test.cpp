@@ -51,6 +51,12 @@ TEST(BackendOptions, CudaTuningSwitchesTurnOffOnlyAtZero) {
   EXPECT_TRUE(parse({{"LAYA_CUDA_PREFETCH", "1"}}).prefetch);
   EXPECT_TRUE(parse({{"LAYA_CUDA_PERSISTENT", "1"}}).persistent);
   EXPECT_FALSE(parse({{"LAYA_CUDA_PERSISTENT", "yes"}}).persistent);
+  EXPECT_TRUE(parse({{"LAYA_CUDA_PERSISTENT_PROFILE", "1"}}).persistent_profile);
+  EXPECT_FALSE(parse({{"LAYA_CUDA_PERSISTENT_PROFILE", "0"}}).persistent_profile);
+  EXPECT_EQ(parse({{"LAYA_CUDA_PERSISTENT_PREFETCH", "2"}}).persistent_prefetch, 2);
+  EXPECT_EQ(parse({{"LAYA_CUDA_PERSISTENT_PREFETCH", "0"}}).persistent_prefetch, 0);
+  EXPECT_EQ(parse({{"LAYA_CUDA_PERSISTENT_PREFETCH", "1"}}).persistent_prefetch, 1);
+  EXPECT_EQ(parse({{"LAYA_CUDA_PERSISTENT_PREFETCH", "3"}}).persistent_prefetch, 0);
   EXPECT_FALSE(parse({{"LAYA_CUDA_PREFETCH", "yes"}}).prefetch);
 }
 

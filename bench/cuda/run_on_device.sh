@@ -76,7 +76,7 @@ stage() {
   if [ -d "$peer/ggml/src/ggml-cuda" ]; then
     local t; t=$(mktemp -d)
     (cd "$peer" && tar cf - --exclude='ggml/src/ggml-'{vulkan,sycl,metal,cann,opencl,hexagon,webgpu,openvino,zdnn,zendnn,et,virtgpu} \
-        ggml src include common vendor cmake CMakeLists.txt LICENSE tools/llama-bench tools/server tools/ui tools/mtmd) |
+        ggml src include common vendor cmake CMakeLists.txt LICENSE tools/llama-bench tools/server tools/ui tools/mtmd scripts/ui-assets.cmake) |
       tar -C "$t" -xf -
     printf 'add_subdirectory(llama-bench)\nadd_subdirectory(ui)\nadd_subdirectory(mtmd)\nadd_subdirectory(server)\n' >"$t/tools/CMakeLists.txt"
     tar -C "$t" -czf "$dest/llama-src.tar.gz" . && rm -rf "$t"
@@ -227,17 +227,29 @@ PY
       for t in ${PERSIST_TYPES:-Q8_0 BF16}; do
         f="/tmp/$m-$t.gguf"
         [ -f "$f" ] || timeout 120 "$laya" mkmodel --preset "$m" --type "$t" -o "$f" -q || continue
-        for p in ${PERSIST_ROUNDS:-1 0 1 0}; do
-          echo "$m $t persistent=$p: $(LAYA_CUDA_PERSISTENT=$p timeout 60 "$laya" bench -m "$f" --backend cuda -p 512 -n 256 \
-            --warmup 32 --json 2>&1 | grep -o '"decode_ms_p50": [0-9.]*\|"decode_ms_p99": [0-9.]*\|"step": "[^"]*"' | tr '\n' ' ')" |
-            tee -a "$out/persist.log"
+        # Each variant (environment assignments, comma-separated) in turn, PERSIST_ROUNDS times over.
+        local r v
+        for r in $(seq "${PERSIST_ROUNDS:-2}"); do
+          for v in ${PERSIST_VARIANTS:-LAYA_CUDA_PERSISTENT=1 LAYA_CUDA_PERSISTENT=0}; do
+            echo "$m $t $v: $(env ${v//,/ } timeout 60 "$laya" bench -m "$f" --backend cuda -p 512 -n 256 \
+              --warmup 32 --json 2>&1 | grep -o '"decode_ms_p50": [0-9.]*\|"decode_ms_p99": [0-9.]*\|"step": "[^"]*"' | tr '\n' ' ')" |
+              tee -a "$out/persist.log"
+          done
         done
+        # Where a step's time goes, instruction by instruction (clock64 in every block; each step
+        # then waits for its clocks, so this run's own p50 is not the kernel's).
+        if [ "${PERSIST_PROFILE:-1}" = 1 ]; then
+          echo "-- $m $t profile" >>"$out/persist.log"
+          LAYA_CUDA_PERSISTENT=1 LAYA_CUDA_PERSISTENT_PROFILE=1 timeout 60 "$laya" bench -m "$f" --backend cuda -p 512 \
+            -n 128 --warmup 16 >>"$out/persist.log" 2>&1
+          echo "rc $? profile $m $t"; tail -n 12 "$out/persist.log"
+        fi
       done
     done
   fi
   if [[ " $steps " == *" psanitize "* ]]; then
     echo "== compute-sanitizer memcheck and racecheck on the persistent kernel (llama-tiny steps)"
-    for tool in memcheck racecheck; do
+    for tool in ${PSAN_TOOLS:-memcheck racecheck synccheck initcheck}; do
       LAYA_FIXTURES="$PWD/fx" timeout "${SANITIZE_S:-200}" compute-sanitizer --tool $tool --error-exitcode 9 "$tests" \
         --gtest_filter='CudaPersistent.Llama*' >"$out/persist-$tool.log" 2>&1
       echo "rc $? $tool"; grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$out/persist-$tool.log" | head -5

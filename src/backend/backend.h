@@ -293,6 +293,9 @@ class Backend {
   // backend: its persistent kernel, or a graph and why); empty where there
   // is nothing to say.
   virtual std::string decode_step_note() const { return {}; }
+  // Where the decode steps' time went, where the backend was asked to time
+  // them (the CUDA persistent kernel's profile); empty otherwise.
+  virtual std::string decode_step_profile() const { return {}; }
 
  protected:
   friend class Buffer;

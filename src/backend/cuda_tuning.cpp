@@ -37,6 +37,10 @@ CudaTuning CudaTuning::parse(const std::function<const char*(const char* name)>&
   t.stream_deep = unless_zero(var("LAYA_CUDA_STREAM_DEEP"));
   const char* pk = var("LAYA_CUDA_PERSISTENT");
   t.persistent = pk && std::strcmp(pk, "1") == 0;
+  const char* pp = var("LAYA_CUDA_PERSISTENT_PROFILE");
+  t.persistent_profile = pp && std::strcmp(pp, "1") == 0;
+  const char* ppf = var("LAYA_CUDA_PERSISTENT_PREFETCH");  // one digit
+  if (ppf && ppf[0] >= '0' && ppf[0] <= '2' && ppf[1] == 0) t.persistent_prefetch = ppf[0] - '0';
   return t;
 }
 

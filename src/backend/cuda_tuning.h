@@ -26,6 +26,14 @@ struct CudaTuning {
   // LAYA_CUDA_PERSISTENT=1: decode steps run the persistent kernel (cuda/persistent.h) where the step allows it.
   // Off by default: on the H100 it is slower than the graph (1B Q8_0 1.669 against 1.299 ms, docs/CUDA.md).
   bool persistent = false;
+  // LAYA_CUDA_PERSISTENT_PROFILE=1: the persistent kernel times each instruction in each block (clock64) and
+  // `laya bench` prints where a step's time goes; every step then waits for its clocks to download.
+  bool persistent_profile = false;
+  // LAYA_CUDA_PERSISTENT_PREFETCH=0..2: what the persistent kernel's warps send into L2 besides the loads they
+  // stream: 0 nothing; 1 the rest of their rows of a matrix-vector instruction, before they wait to start it;
+  // 2 that, and at the start of each one, their rows of the next (where it is at most 24 MB). 0 by default:
+  // 1 and 2 are not yet timed on a GPU (docs/CUDA.md).
+  int persistent_prefetch = 0;
 
   // The tuning the variables above give, `var(name)` returning a variable's
   // value or nullptr when unset; a value out of its range leaves the default.

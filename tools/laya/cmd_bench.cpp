@@ -205,6 +205,9 @@ void print_results(const BenchArgs& a, const Engine& eng, const Model& model, co
     std::printf("peak RSS       %.1f MB\n", rss);
     if (const std::string note = eng.backend().decode_step_note(); !note.empty()) std::printf("decode steps   %s\n", note.c_str());
   }
+  // LAYA_CUDA_PERSISTENT_PROFILE=1: where the steps' time went (stderr beside --json's one line).
+  if (const std::string prof = eng.backend().decode_step_profile(); !prof.empty())
+    std::fprintf(a.json ? stderr : stdout, "%s", prof.c_str());
 }
 
 }  // namespace

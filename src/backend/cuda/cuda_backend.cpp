@@ -625,6 +625,8 @@ Status CudaBackend::step_begin(const KvLayerView& kv, int32_t token, int64_t pos
                 "step_begin: upload of the token and position");
   if (auto it = programs_.find(logits); it != programs_.end()) {
     LAYA_CUDA_TRY(it->second.launch(launch_, step_dev_, stream_), "the persistent decode kernel (token {} at {})", token, pos);
+    if (it->second.profiling())
+      LAYA_CUDA_TRY(it->second.collect(stream_), "the persistent decode kernel's clocks (token {} at {})", token, pos);
     *replayed = true;
     return Status::Ok();
   }
@@ -639,6 +641,12 @@ Status CudaBackend::step_begin(const KvLayerView& kv, int32_t token, int64_t pos
   tape_ = cuda::StepProgram();
   if (!use_persistent_) tape_.refuse("not asked for (LAYA_CUDA_PERSISTENT=1)");
   return Status::Ok();
+}
+
+std::string CudaBackend::decode_step_profile() const {
+  std::string out;
+  for (const auto& [key, prog] : programs_) out += prog.profile_report(launch_.clock_khz);
+  return out;
 }
 
 Status CudaBackend::step_end(bool ok) {

@@ -75,6 +75,7 @@ class CudaBackend final : public Backend {
   // How the last recorded decode step runs: the persistent kernel (its
   // instructions and waits) or the graph, and why.
   std::string decode_step_note() const override { return step_note_; }
+  std::string decode_step_profile() const override;
 
  protected:
   void release(void* data, size_t bytes) override;

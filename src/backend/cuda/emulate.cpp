@@ -218,8 +218,12 @@ cudaError_t cudaGetDevice(int* d) {
   return cudaSuccess;
 }
 cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr a, int) {
-  // An H100 / H200's: compute capability 9.x, opt-in shared memory per block.
-  *v = a == cudaDevAttrComputeCapabilityMajor ? 9 : a == cudaDevAttrMultiProcessorCount ? 2 : 227 * 1024;
+  // An H100 / H200's: compute capability 9.x, opt-in shared memory per block;
+  // 2 multiprocessors; a clock of 1 GHz (clock64() counts nanoseconds here).
+  *v = a == cudaDevAttrComputeCapabilityMajor ? 9
+       : a == cudaDevAttrMultiProcessorCount  ? 2
+       : a == cudaDevAttrClockRate            ? 1000 * 1000
+                                              : 227 * 1024;
   return cudaSuccess;
 }
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, const void*) {

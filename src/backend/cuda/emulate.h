@@ -11,6 +11,8 @@
 // for timing. Nothing here is used by a real CUDA build.
 #pragma once
 
+#include <chrono>
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -43,6 +45,7 @@ enum cudaError_t {
 enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2, cudaMemcpyDeviceToDevice = 3 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 enum cudaDeviceAttr {
+  cudaDevAttrClockRate = 13,
   cudaDevAttrMultiProcessorCount = 16,
   cudaDevAttrComputeCapabilityMajor = 75,
   cudaDevAttrMaxSharedMemoryPerBlockOptin = 97
@@ -145,6 +148,10 @@ inline unsigned atomicAdd(unsigned* p, unsigned v) {
 }
 inline void __threadfence() {}
 inline void __nanosleep(unsigned) { laya::emu::yield_thread(); }
+// The SM's cycle counter: nanoseconds of the host's steady clock here.
+inline long long clock64() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 inline float __int_as_float(int i) { return laya::emu::from_bits<float>(static_cast<uint32_t>(i)); }
 inline float __uint_as_float(unsigned u) { return laya::emu::from_bits<float>(u); }
 // Byte n of the result: byte (selector nibble n & 7) of the 8 bytes y:x.

@@ -71,6 +71,7 @@ struct Launch {
   CudaTuning tuning;
   size_t smem_optin = 48 * 1024;  // shared memory matvec_tokens() may ask for (configure() sets it)
   int sms = 1;                    // multiprocessors of the device
+  int clock_khz = 0;              // the SM clock (the persistent kernel's profile converts its cycles with it)
   // launch_chained() (launch.cuh) lets a kernel start before the one before
   // it has finished: tuning.chained, where the device has programmatic
   // dependent launch (compute capability 9.0+).

@@ -338,6 +338,7 @@ cudaError_t configure(const CudaTuning& tuning, Launch* out) {
   Launch l;
   l.tuning = tuning;
   if (cudaError_t e = cudaDeviceGetAttribute(&l.sms, cudaDevAttrMultiProcessorCount, dev); e != cudaSuccess) return e;
+  if (cudaError_t e = cudaDeviceGetAttribute(&l.clock_khz, cudaDevAttrClockRate, dev); e != cudaSuccess) return e;
   l.smem_optin = bytes - 1024;  // what matvec_tokens() may ask for: the reduction's static bytes are far fewer
   // On by default: with the streaming kernel, whose first weight loads go out before pdl_wait(),
   // llama-3.2-1b Q8_0 decode p50 1.277 -> 1.210 ms on the H200. (With the per-row kernel alone it

@@ -3,6 +3,7 @@
 #include "backend/cuda/persistent.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 #include "backend/cuda/attention.cuh"
@@ -53,10 +54,15 @@ __device__ __forceinline__ Smem carve(unsigned char* base) {
 }
 
 // ---- the instructions ----------------------------------------------------------------------------
-template <class U, class Enter>
-__device__ __forceinline__ void run_matvec(const StepInstr& in, const Smem& sm, Enter enter) {
+template <class U, class Enter0>
+__device__ __forceinline__ void run_matvec(const StepInstr& in, const Smem& sm, Enter0 enter0) {
   constexpr int B1 = stream_units<U, 1>(), B2 = stream_units<U, 2>();
   const MatvecJob& job = in.job;
+  // The first chunk's loads are out; the rest of the rows go to L2 while the block waits.
+  auto enter = [&] {
+    if (in.prefetch) prefetch_stream_rows(job, in.total, blockIdx.x, gridDim.x);
+    enter0();
+  };
   if (job.swiglu) {
     if (in.deep)
       matvec_stream<U, 2 * B2, true, 1>(job, in.x, in.cols, in.padded, in.total, 1, sm.big, sm.part, blockIdx.x, gridDim.x, enter);
@@ -104,9 +110,13 @@ __device__ __forceinline__ void grid_threads(int64_t n, F f) {
 // The kernel: U is the weights' unit type (every matrix of the step has it).
 // Two blocks per SM (at most 128 registers a thread): 16 warps streaming
 // weights, as the separate decode kernels ran at 3-4 blocks.
+//
+// prof (null unless CudaTuning::persistent_profile): per instruction and
+// block, thread 0's clock64() as the block starts it, once its wait is passed
+// (0: no work in it), and once every thread is done (StepTimes).
 template <class U>
 __global__ void __launch_bounds__(kWarps * 32, 2) step_kernel(const StepInstr* __restrict__ prog, int n_instr,
-                                                               unsigned* sync, const int64_t* dyn) {
+                                                               unsigned* sync, const int64_t* dyn, long long* prof) {
   LAYA_DYNAMIC_SHARED(unsigned char, smem_base);
   const Smem sm = carve(smem_base);
   const int64_t token = dyn[0], pos = dyn[1];
@@ -114,6 +124,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2) step_kernel(const StepInstr* _
   bool must_wait = false;  // an arrival not yet waited on
   for (int i = 0; i < n_instr; ++i) {
     const StepInstr& in = prog[i];
+    long long* times = prof ? prof + (static_cast<int64_t>(i) * gridDim.x + blockIdx.x) * 3 : nullptr;
+    if (times && threadIdx.x == 0) {
+      times[0] = clock64();
+      times[1] = 0;
+    }
     if (in.wait) {
       grid_arrive(sync);
       ++passed;
@@ -126,9 +141,11 @@ __global__ void __launch_bounds__(kWarps * 32, 2) step_kernel(const StepInstr* _
     auto enter = [&] {
       if (must_wait) grid_wait(sync, passed * gridDim.x);
       must_wait = false;
+      if (times && threadIdx.x == 0 && times[1] == 0) times[1] = clock64();
     };
     switch (in.op) {
       case StepOp::kMatvec:
+        if (in.ahead >= 0) prefetch_stream_rows(prog[in.ahead].job, prog[in.ahead].total, blockIdx.x, gridDim.x);
         run_matvec<U>(in, sm, enter);
         break;
       case StepOp::kEmbed: {
@@ -170,6 +187,10 @@ __global__ void __launch_bounds__(kWarps * 32, 2) step_kernel(const StepInstr* _
         run_attention(in, pos, sm, enter);
         break;
     }
+    if (times) {
+      __syncthreads();
+      if (threadIdx.x == 0) times[2] = clock64();
+    }
   }
   // The last block out zeroes the counters for the next launch (which the
   // stream starts only after this one has ended).
@@ -184,7 +205,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) step_kernel(const StepInstr* _
   }
 }
 
-using StepFn = void (*)(const StepInstr*, int, unsigned*, const int64_t*);
+using StepFn = void (*)(const StepInstr*, int, unsigned*, const int64_t*, long long*);
 
 StepFn kernel_for(DType t) {
   switch (t) {
@@ -226,6 +247,11 @@ StepProgram& StepProgram::operator=(StepProgram&& o) noexcept {
     type_ = o.type_;
     dev_ = std::exchange(o.dev_, nullptr);
     sync_ = std::exchange(o.sync_, nullptr);
+    prof_ = std::exchange(o.prof_, nullptr);
+    totals_ = std::move(o.totals_);
+    prof_host_ = std::move(o.prof_host_);
+    step_cycles_ = o.step_cycles_;
+    steps_ = o.steps_;
     grid_ = o.grid_;
     smem_ = o.smem_;
   }
@@ -235,8 +261,10 @@ StepProgram& StepProgram::operator=(StepProgram&& o) noexcept {
 void StepProgram::release() {
   if (dev_) cudaFree(dev_);
   if (sync_) cudaFree(sync_);
+  if (prof_) cudaFree(prof_);
   dev_ = nullptr;
   sync_ = nullptr;
+  prof_ = nullptr;
 }
 
 void StepProgram::add(StepInstr in, std::initializer_list<DevRange> reads, std::initializer_list<DevRange> writes) {
@@ -303,14 +331,31 @@ cudaError_t StepProgram::upload(const Launch& l, cudaStream_t s) {
       big = std::max(big, a[hd == 32 ? 0 : hd == 64 ? 1 : hd == 96 ? 2 : 3]);
     }
   }
+  // What goes to L2 ahead of the loads (CudaTuning::persistent_prefetch).
+  int last_matvec = -1;
+  for (int i = 0; i < static_cast<int>(host_.size()); ++i) {
+    StepInstr& in = host_[static_cast<size_t>(i)];
+    if (in.op != StepOp::kMatvec) continue;
+    in.prefetch = l.tuning.persistent_prefetch >= 1;
+    double bytes = 0;
+    for (int k = 0; k < (in.job.swiglu ? 2 : in.job.n); ++k)
+      bytes += static_cast<double>(in.job.m[k].rows) * static_cast<double>(in.job.m[k].stride);
+    // At most half an H100's L2, so the rows sent ahead are still there when read.
+    if (l.tuning.persistent_prefetch >= 2 && last_matvec >= 0 && bytes <= 24e6)
+      host_[static_cast<size_t>(last_matvec)].ahead = i;
+    last_matvec = i;
+  }
   const StepFn f = kernel_for(type_);
   if (!f) refuse("weights of a type the persistent kernel has no units for");
-  // Bit for bit the graph's on the H100 with Q8_0 weights and a Q8_0 cache;
-  // F16 weights with an F32 cache differed by up to 2.6 in a logit at the
-  // first step (CudaPersistent, docs/CUDA.md): refused until that is found.
-  if (type_ != DType::Q8_0) refuse("weights other than Q8_0 (the kernel is verified for Q8_0 weights and a Q8_0 cache)");
+  // Found bit for bit the graph's on the H100 with Q8_0 weights and a Q8_0
+  // cache (llama-tiny, qwen2-tiny; Q8_0 weights with an F16 cache too); F16
+  // weights with an F32 cache differed by up to 2.6 in a logit at the first
+  // step, and the emulation does not show it (a difference only the GPU's
+  // memory system makes): the rest is refused until a GPU run finds it.
+  if (type_ != DType::Q8_0) refuse("weights other than Q8_0 (verified on a GPU for Q8_0 weights and a Q8_0 cache)");
   for (const StepInstr& in : host_)
-    if (in.op == StepOp::kAttention && in.kv.type != DType::Q8_0) refuse("a KV cache other than Q8_0 (verified for Q8_0)");
+    if (in.op == StepOp::kAttention && in.kv.type != DType::Q8_0)
+      refuse("a KV cache other than Q8_0 (verified on a GPU for Q8_0 weights and a Q8_0 cache)");
   if (refused()) return cudaErrorInvalidValue;
   smem_ = kSmemHead + big;
   if (smem_ > l.smem_optin) {
@@ -340,6 +385,12 @@ cudaError_t StepProgram::upload(const Launch& l, cudaStream_t s) {
   // a barrier counter not yet zeroed lets every wait pass.
   if (cudaError_t e = cudaMemcpyAsync(dev_, host_.data(), bytes, cudaMemcpyHostToDevice, s); e != cudaSuccess) return e;
   if (cudaError_t e = cudaMemsetAsync(sync_, 0, 2 * sizeof(unsigned), s); e != cudaSuccess) return e;
+  if (l.tuning.persistent_profile) {
+    const size_t n = host_.size() * static_cast<size_t>(grid_) * 3;
+    if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&prof_), n * sizeof(long long)); e != cudaSuccess) return e;
+    prof_host_.assign(n, 0);
+    totals_.assign(host_.size(), InstrTotals{});
+  }
   return cudaStreamSynchronize(s);
 }
 
@@ -348,7 +399,7 @@ cudaError_t StepProgram::launch(const Launch& l, const int64_t* dyn, cudaStream_
   const StepFn f = kernel_for(type_);
   const int n = static_cast<int>(host_.size());
 #if defined(LAYA_CUDA_EMULATE)
-  LAYA_LAUNCH_COOPERATIVE(f, dim3(static_cast<unsigned>(grid_)), dim3(kWarps * 32), smem_, s)(dev_, n, sync_, dyn);
+  LAYA_LAUNCH_COOPERATIVE(f, dim3(static_cast<unsigned>(grid_)), dim3(kWarps * 32), smem_, s)(dev_, n, sync_, dyn, prof_);
   return cudaGetLastError();
 #else
   cudaLaunchConfig_t cfg = {};
@@ -361,8 +412,107 @@ cudaError_t StepProgram::launch(const Launch& l, const int64_t* dyn, cudaStream_
   attr[0].val.cooperative = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
-  return cudaLaunchKernelEx(&cfg, f, static_cast<const StepInstr*>(dev_), n, sync_, dyn);
+  return cudaLaunchKernelEx(&cfg, f, static_cast<const StepInstr*>(dev_), n, sync_, dyn, prof_);
 #endif
+}
+
+cudaError_t StepProgram::collect(cudaStream_t s) {
+  if (!prof_) return cudaSuccess;
+  if (cudaError_t e = cudaMemcpyAsync(prof_host_.data(), prof_, prof_host_.size() * sizeof(long long),
+                                      cudaMemcpyDeviceToHost, s);
+      e != cudaSuccess)
+    return e;
+  if (cudaError_t e = cudaStreamSynchronize(s); e != cudaSuccess) return e;
+  const size_t n = host_.size(), g = static_cast<size_t>(grid_);
+  auto at = [&](size_t i, size_t b, int k) { return prof_host_[(i * g + b) * 3 + static_cast<size_t>(k)]; };
+  double step = 0;
+  for (size_t b = 0; b < g; ++b) step += static_cast<double>(at(n - 1, b, 2) - at(0, b, 0));
+  step_cycles_ += step / static_cast<double>(g);
+  for (size_t i = 0; i < n; ++i) {
+    double wait = 0, work = 0, work_max = 0;
+    int working = 0;
+    for (size_t b = 0; b < g; ++b) {
+      if (at(i, b, 1) == 0) continue;  // no work for this block
+      ++working;
+      wait += static_cast<double>(at(i, b, 1) - at(i, b, 0));
+      const double w = static_cast<double>(at(i, b, 2) - at(i, b, 1));
+      work += w;
+      work_max = std::max(work_max, w);
+    }
+    if (working == 0) continue;
+    totals_[i].wait += wait / working;
+    totals_[i].work_mean += work / working;
+    totals_[i].work_max += work_max;
+  }
+  ++steps_;
+  return cudaSuccess;
+}
+
+namespace {
+const char* kind_of(const StepInstr& in) {
+  switch (in.op) {
+    case StepOp::kEmbed: return "embedding row";
+    case StepOp::kMatvec:
+      if (in.job.swiglu) return "matvec gate+up, SwiGLU";
+      if (in.job.accumulate) return "matvec into the residual";
+      return in.job.n > 1 ? "matvec q, k, v" : "matvec";
+    case StepOp::kRmsNormRows: return "RMSNorm rows";
+    case StepOp::kRopeStore: return "RoPE (+ KV store)";
+    case StepOp::kKvStoreQ8: return "Q8_0 KV store";
+    case StepOp::kAttention: return "attention";
+  }
+  return "?";
+}
+double weight_bytes(const StepInstr& in) {
+  if (in.op != StepOp::kMatvec) return 0;
+  double b = 0;
+  for (int i = 0; i < (in.job.swiglu ? 2 : in.job.n); ++i) {
+    const DevMat& m = in.job.m[i];
+    b += static_cast<double>(m.rows) * static_cast<double>(m.stride);
+    if (m.scales) b += static_cast<double>(m.rows) * static_cast<double>(m.cols / 32) * 2;  // Q8_0's scales
+  }
+  return b;
+}
+}  // namespace
+
+std::string StepProgram::profile_report(int clock_khz) const {
+  if (steps_ == 0 || clock_khz <= 0) return {};
+  const double us = 1e3 / clock_khz / static_cast<double>(steps_);  // cycles summed over steps -> us a step
+  struct Row {
+    int count = 0, waits = 0;
+    double wait = 0, work_mean = 0, work_max = 0, bytes = 0;
+  };
+  std::vector<std::pair<std::string, Row>> rows;
+  Row all;
+  for (size_t i = 0; i < host_.size(); ++i) {
+    const std::string k = kind_of(host_[i]);
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == k; });
+    if (it == rows.end()) it = rows.insert(rows.end(), {k, Row{}});
+    for (Row* r : {&it->second, &all}) {
+      ++r->count;
+      r->waits += host_[i].wait ? 1 : 0;
+      r->wait += totals_[i].wait * us;
+      r->work_mean += totals_[i].work_mean * us;
+      r->work_max += totals_[i].work_max * us;
+      r->bytes += weight_bytes(host_[i]);
+    }
+  }
+  std::string out = "persistent kernel, per step (us; clock64 at " + std::to_string(clock_khz / 1000) + " MHz, " +
+                    std::to_string(steps_) + " steps, " + std::to_string(grid_) + " blocks):\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-26s %6s %6s %9s %10s %10s %9s\n", "instruction", "count", "waits", "wait",
+                "work mean", "work max", "GB/s");
+  out += line;
+  rows.emplace_back("all", all);
+  for (const auto& [k, r] : rows) {
+    const double gbs = r.bytes > 0 && r.work_max > 0 ? r.bytes / (r.work_max * 1e3) : 0;
+    std::snprintf(line, sizeof line, "  %-26s %6d %6d %9.1f %10.1f %10.1f %9.0f\n", k.c_str(), r.count, r.waits, r.wait,
+                  r.work_mean, r.work_max, gbs);
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "  a block's whole step: %.1f us\n", step_cycles_ * us);
+  out += line;
+  return out;
 }
 
 }  // namespace laya::cuda

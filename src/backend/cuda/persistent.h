@@ -42,6 +42,10 @@ struct StepInstr {
   const float* x = nullptr;  // kMatvec, kRmsNormRows
   int64_t cols = 0, padded = 0, total = 0;
   bool deep = false;  // chunks of twice the units (long rows: matmul.cu's deep kernel)
+  // CudaTuning::persistent_prefetch: its rows into L2 before the wait (1);
+  // ahead: the next matvec instruction, whose rows go to L2 as this one starts (2; -1: none).
+  bool prefetch = false;
+  int32_t ahead = -1;
   // kRmsNormRows
   const float* w = nullptr;
   int64_t n_rows = 0, n = 0;
@@ -104,8 +108,27 @@ class StepProgram {
   // One decode step: the kernel reads the token and position from dyn.
   cudaError_t launch(const Launch& l, const int64_t* dyn, cudaStream_t s) const;
 
+  // With CudaTuning::persistent_profile: waits for the step just launched,
+  // downloads its clocks and adds them to the totals profile_report() shows.
+  cudaError_t collect(cudaStream_t s);
+  bool profiling() const { return prof_ != nullptr; }
+  // Where a step's time goes, by kind of instruction: per step, the blocks'
+  // mean wait (arrival to release), their mean and slowest work, and the
+  // weights' bytes over the slowest work (what the streaming reached).
+  // clock_khz: the SM clock the cycles are converted with.
+  std::string profile_report(int clock_khz) const;
+
  private:
   void release();
+  // Per instruction, summed over the steps collected (cycles).
+  struct InstrTotals {
+    double wait = 0, work_mean = 0, work_max = 0;
+  };
+  std::vector<InstrTotals> totals_;
+  std::vector<long long> prof_host_;
+  double step_cycles_ = 0;  // the blocks' mean first start to last end
+  int64_t steps_ = 0;
+  long long* prof_ = nullptr;  // n_instr x grid x 3 clocks (persistent.cu's step_kernel)
   std::vector<StepInstr> host_;
   std::vector<DevRange> stage_reads_, stage_writes_;
   std::string why_refused_;
