@@ -460,7 +460,8 @@ TEST(MkmodelLlamaCpp, TinyFamiliesHaveWhatItsLoaderNeeds) {
 // The benchmark presets' metadata and tensor table (as plan_tensors gives them, no file written):
 // the same checks on the shapes `laya bench` compares with llama.cpp at ~0.5 B.
 TEST(MkmodelLlamaCpp, HalfBillionPresetsMatchItsTensorTable) {
-  for (const char* name : {"phi3-0.5b", "granite-0.5b", "starcoder2-0.5b", "gemma-0.5b", "gemma2-0.5b", "gemma3-0.5b"}) {
+  for (const char* name :
+       {"phi3-0.5b", "granite-0.5b", "starcoder2-0.5b", "gemma-0.5b", "gemma2-0.5b", "gemma3-0.5b"}) {
     SCOPED_TRACE(name);
     const ModelPreset* p = find_preset(name);
     ASSERT_NE(p, nullptr);

@@ -203,7 +203,8 @@ TEST(KernelOps, SoftcapSweepCatchesAWrongConstant) {
   auto run = [&](const std::string& what) {
     const Verdict v = check(x, one_lane_softcap<Mutated>(x, cap), cap);
     EXPECT_GT(v.bad, 0) << what << " passes the sweep";
-    std::printf("[ measure  ] softcap with %s: %d inputs fail, worst %.1f of the bound\n", what.c_str(), v.bad, v.worst);
+    std::printf("[ measure  ] softcap with %s: %d inputs fail, worst %.1f of the bound\n", what.c_str(), v.bad,
+                v.worst);
     Mutated::reset();
   };
   for (int i = 0; i < Mutated::kNumTerms; ++i) {
