@@ -3,7 +3,8 @@
 # decode speed (`laya bench` and `llama-bench`, 2 threads and 1) and keystroke -> suggestion latency
 # at a capped typing pace (`laya replay` and llama-server driven by bench/llamacpp_typing_client.py)
 # on random-weight models of each family's shape made there by `laya mkmodel` (Q8_0): phi3-0.5b,
-# granite-0.5b, starcoder2-0.5b, gemma-0.5b, and the Llama family's qwen2.5-0.5b for reference.
+# granite-0.5b, starcoder2-0.5b, gemma-0.5b, gemma2-0.5b, gemma3-0.5b, and the Llama family's
+# qwen2.5-0.5b for reference.
 #
 #   1. here, from the checkout the device gets (the session's, not a helper's worktree):
 #        bench/families_device.sh stage [DEST]
@@ -31,14 +32,15 @@
 #            the first REPLAY_EVENTS events of each of REPLAY_TRACES (bench/cut_traces.py).
 # The whole run keeps within BUDGET_S seconds (default 330: the lead's limit is 6 minutes): a step
 # whose estimate does not fit in what is left is skipped and says so (the tables mark it).
-# Environment (defaults): MODELS ("phi3-0.5b granite-0.5b starcoder2-0.5b gemma-0.5b qwen2.5-0.5b"),
+# Environment (defaults): MODELS ("phi3-0.5b granite-0.5b starcoder2-0.5b gemma-0.5b gemma2-0.5b
+# gemma3-0.5b qwen2.5-0.5b"),
 # TYPE (Q8_0), N_GEN (64), REPS (2), THREAD_COUNTS ("2 1"), REPLAY_EVENTS (40), REPLAY_TRACES
 # ("en_meeting_notes py_bisect"), CAP (300), PORT (8197), WORK (/tmp/laya-families), BUDGET_S,
 # LAYA / LLAMA_BENCH / LLAMA_SERVER (binaries to use instead of the staged ones).
 #
 # Every model uses mkmodel's synthetic byte-level BPE vocabulary padded to the family's vocabulary
 # size (the families' presets have no tokenizer fixture; the reference is made with the same one, so
-# that a keystroke's text is as many tokens for all five). With random weights every suggestion runs
+# that a keystroke's text is as many tokens for every model). With random weights every suggestion runs
 # to its 8 tokens, and a keystroke that comes before it is done cancels it (both engines count these).
 set -uo pipefail
 
@@ -105,7 +107,8 @@ device() {
   local dir="${1:-devrun/families}"
   local out="${OUT:-$PWD/out-families}" work="${WORK:-/tmp/laya-families}"
   BUDGET_S="${BUDGET_S:-330}"
-  local models="${MODELS:-phi3-0.5b granite-0.5b starcoder2-0.5b gemma-0.5b qwen2.5-0.5b}" type="${TYPE:-Q8_0}"
+  local models="${MODELS:-phi3-0.5b granite-0.5b starcoder2-0.5b gemma-0.5b gemma2-0.5b gemma3-0.5b qwen2.5-0.5b}"
+  local type="${TYPE:-Q8_0}"
   local n_gen="${N_GEN:-64}" reps="${REPS:-2}" threads="${THREAD_COUNTS:-2 1}"
   local events="${REPLAY_EVENTS:-40}" rtraces="${REPLAY_TRACES:-en_meeting_notes py_bisect}" cap="${CAP:-300}"
   local cpus2="${CPUS2:-2,3}" cpu1="${CPU1:-2}" ccpu="${CLIENT_CPU:-8}" port="${PORT:-8197}"

@@ -143,6 +143,26 @@ TEST(MkmodelGgufWriter, CustomAlignmentIsRecorded) {
 
 // ---- tiny random models load and run ---------------------------------------------
 
+// Gemma 2 / 3's attention as the model loaded it, against the preset: which
+// layers slide and how far, the local layers' RoPE base, the soft-caps, and
+// the query scale (a GGUF's derived from head_dim, config.json's from
+// query_pre_attn_scalar: the same where they are equal, as in the presets).
+void expect_attention_as_preset(const ModelPreset& p, const HParams& h) {
+  EXPECT_EQ(h.sliding_window, p.sliding_window);
+  for (int64_t il = 0; il < p.n_layer && p.swa_period > 0; ++il) {
+    EXPECT_EQ(h.window(il), (il + 1) % p.swa_period != 0 ? p.sliding_window : 0) << "layer " << il;
+  }
+  if (p.rope_theta_local > 0) {
+    EXPECT_EQ(h.rope_theta_local, p.rope_theta_local);
+  }
+  EXPECT_FLOAT_EQ(h.attn_softcap, p.attn_softcap);
+  EXPECT_FLOAT_EQ(h.final_softcap, p.final_softcap);
+  if (p.query_pre_attn_scalar > 0) {
+    const float scale = h.attn_scale > 0 ? h.attn_scale : 1.0f / std::sqrt(static_cast<float>(h.head_dim));
+    EXPECT_FLOAT_EQ(scale, 1.0f / std::sqrt(p.query_pre_attn_scalar));
+  }
+}
+
 void load_and_run(const std::string& preset, MkType type) {
   SCOPED_TRACE(preset + " " + mk_type_name(type));
   const ModelPreset* p = find_preset(preset);
@@ -186,6 +206,7 @@ void load_and_run(const std::string& preset, MkType type) {
     EXPECT_FLOAT_EQ(h.attn_scale, p->attn_scale);
     EXPECT_FLOAT_EQ(h.logit_scale, p->logit_scale);
   }
+  expect_attention_as_preset(*p, h);
   EXPECT_EQ(h.n_ctx_train, p->n_ctx);
   EXPECT_EQ(h.tied_embeddings, p->tied);
   EXPECT_FLOAT_EQ(h.rms_eps, p->rms_eps);
@@ -239,6 +260,31 @@ TEST(MkmodelTiny, Phi3FusedQ4_K_M) { load_and_run("test-tiny-phi3", MkType::kQ4_
 TEST(MkmodelTiny, GraniteQ8_0) { load_and_run("test-tiny-granite", MkType::kQ8_0); }
 TEST(MkmodelTiny, Starcoder2BiasesQ8_0) { load_and_run("test-tiny-starcoder2", MkType::kQ8_0); }
 TEST(MkmodelTiny, GemmaQ4_K_M) { load_and_run("test-tiny-gemma", MkType::kQ4_K_M); }
+// Gemma 2 / 3: post norms, q/k norms, and the attention's metadata (window, soft-caps).
+TEST(MkmodelTiny, Gemma2WindowSoftcapQ8_0) { load_and_run("test-tiny-gemma2", MkType::kQ8_0); }
+TEST(MkmodelTiny, Gemma3QkNormWindowsQ4_K_M) { load_and_run("test-tiny-gemma3", MkType::kQ4_K_M); }
+
+// The same attention from an MLX folder's config.json (layer_types,
+// rope_local_base_freq, the soft-caps, query_pre_attn_scalar).
+TEST(MkmodelTiny, GemmaAttentionInAnMlxFolder) {
+  for (const char* name : {"test-tiny-gemma2", "test-tiny-gemma3"}) {
+    SCOPED_TRACE(name);
+    const ModelPreset* p = find_preset(name);
+    ASSERT_NE(p, nullptr);
+    TempFile dir(std::string(name) + "-mlx");
+    MkModelOptions opt;
+    opt.type = MkType::kMlx8;
+    opt.n_threads = 2;
+    opt.output.overwrite = true;
+    std::filesystem::remove_all(dir.path);
+    ASSERT_TRUE(make_random_model(*p, opt, dir.path).ok());
+    auto m = Model::load(dir.path);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    EXPECT_EQ((*m)->hparams().arch, p->arch);
+    expect_attention_as_preset(*p, (*m)->hparams());
+    std::filesystem::remove_all(dir.path);
+  }
+}
 
 // A Result's value, or `d` where it is an error.
 template <typename T>
@@ -261,10 +307,11 @@ struct LlamaCppTensor {
 std::vector<LlamaCppTensor> llama_cpp_tensors(const ModelPreset& p) {
   const int64_t E = p.n_embd, V = p.n_vocab, F = p.n_ff, Q = p.n_head * p.head_dim, KV = p.n_head_kv * p.head_dim;
   const std::string& a = p.arch;
+  const bool gemma23 = a == "gemma2" || a == "gemma3";
   std::vector<LlamaCppTensor> t = {{"token_embd.weight", true, {E, V}}, {"output_norm.weight", true, {E}}};
-  if (a != "gemma") t.push_back({"output.weight", false, {E, V}});  // gemma: always token_embd
+  if (a != "gemma" && a != "gemma2") t.push_back({"output.weight", false, {E, V}});  // gemma, gemma2: token_embd
   if (a == "starcoder2") t.push_back({"output_norm.bias", true, {E}});
-  // phi3 and starcoder2 size q and the attention output with n_embd, granite and gemma with n_head * head_dim.
+  // phi3 and starcoder2 size q and the attention output with n_embd, the others with n_head * head_dim.
   const int64_t q = a == "phi3" || a == "starcoder2" ? E : Q;
   for (int64_t il = 0; il < p.n_layer; ++il) {
     const std::string b = "blk." + std::to_string(il) + ".";
@@ -288,7 +335,15 @@ std::vector<LlamaCppTensor> llama_cpp_tensors(const ModelPreset& p) {
     } else {
       add("ffn_up.weight", true, {E, F});
     }
-    if (a == "granite" || a == "gemma") add("ffn_gate.weight", true, {E, F});
+    if (a == "granite" || a == "gemma" || gemma23) add("ffn_gate.weight", true, {E, F});
+    if (gemma23) {  // norms after attention and feed-forward
+      add("post_attention_norm.weight", true, {E});
+      add("post_ffw_norm.weight", true, {E});
+    }
+    if (a == "gemma3") {  // per-head q/k norms
+      add("attn_q_norm.weight", true, {p.head_dim});
+      add("attn_k_norm.weight", true, {p.head_dim});
+    }
     if (a == "granite") {
       add("attn_output.bias", false, {E});
       add("ffn_gate.bias", false, {F});
@@ -342,6 +397,14 @@ void check_llama_cpp_can_load(const std::string& preset_name) {
     EXPECT_TRUE(f.get_float(a + "logit_scale").ok()) << "llama.cpp's granite loader requires granite.logit_scale";
     for (const char* k : {"embedding_scale", "residual_scale", "attention.scale"}) EXPECT_TRUE(f.get_float(a + k).ok()) << k;
   }
+  if (p->arch == "gemma3") {
+    EXPECT_TRUE(f.get_int(a + "attention.sliding_window").ok()) << "llama.cpp's gemma3 loader requires it";
+  }
+  if (p->arch == "gemma2") {  // optional there (defaults 4096, 50, 30): what the preset says, written
+    EXPECT_EQ(f.get_int(a + "attention.sliding_window").value(), p->sliding_window);
+    EXPECT_FLOAT_EQ(f.get_float(a + "attn_logit_softcapping").value(), p->attn_softcap);
+    EXPECT_FLOAT_EQ(f.get_float(a + "final_logit_softcapping").value(), p->final_softcap);
+  }
   // The vocabulary: a tokenizer model it knows, a pre-tokenizer it accepts, merges for BPE, one
   // token (and type) per embedding row.
   const std::string model = or_default(f.get_string("tokenizer.ggml.model"), std::string());
@@ -390,13 +453,15 @@ void check_llama_cpp_can_load(const std::string& preset_name) {
 }
 
 TEST(MkmodelLlamaCpp, TinyFamiliesHaveWhatItsLoaderNeeds) {
-  for (const char* fam : {"phi3", "granite", "starcoder2", "gemma"}) check_llama_cpp_can_load(std::string("test-tiny-") + fam);
+  for (const char* fam : {"phi3", "granite", "starcoder2", "gemma", "gemma2", "gemma3"})
+    check_llama_cpp_can_load(std::string("test-tiny-") + fam);
 }
 
 // The benchmark presets' metadata and tensor table (as plan_tensors gives them, no file written):
 // the same checks on the shapes `laya bench` compares with llama.cpp at ~0.5 B.
 TEST(MkmodelLlamaCpp, HalfBillionPresetsMatchItsTensorTable) {
-  for (const char* name : {"phi3-0.5b", "granite-0.5b", "starcoder2-0.5b", "gemma-0.5b"}) {
+  for (const char* name :
+       {"phi3-0.5b", "granite-0.5b", "starcoder2-0.5b", "gemma-0.5b", "gemma2-0.5b", "gemma3-0.5b"}) {
     SCOPED_TRACE(name);
     const ModelPreset* p = find_preset(name);
     ASSERT_NE(p, nullptr);
@@ -415,6 +480,9 @@ TEST(MkmodelLlamaCpp, HalfBillionPresetsMatchItsTensorTable) {
     for (const auto& [n, ne] : plan) EXPECT_TRUE(created.count(n)) << "llama.cpp creates no tensor " << n;
     if (p->arch == "granite") {
       EXPECT_GT(p->logit_scale, 0.0f) << "llama.cpp's granite loader requires logit_scale";
+    }
+    if (p->arch == "gemma3") {
+      EXPECT_GT(p->sliding_window, 0) << "llama.cpp's gemma3 loader requires attention.sliding_window";
     }
   }
 }
@@ -541,6 +609,55 @@ TEST(MkmodelPresets, ShapesOfThePublicConfigs) {
     EXPECT_EQ(t.type, t.ne.size() == 1 ? DType::F32 : DType::Q8_0) << t.name;
   for (const auto& t : plan_tensors(*find_preset("qwen3-0.6b"), MkType::kF16))
     EXPECT_EQ(t.type, t.ne.size() == 1 ? DType::F32 : DType::F16) << t.name;
+}
+
+// Gemma 2 / 3 at ~0.5 B: the attention of google/gemma-2-2b and
+// google/gemma-3-1b-pt (their config.json), their head layouts, feed-forward
+// ratios and vocabularies, and about half a billion parameters.
+TEST(MkmodelPresets, GemmaHalfBillionHaveTheirFamiliesAttention) {
+  const ModelPreset* g2 = find_preset("gemma2-0.5b");
+  const ModelPreset* g3 = find_preset("gemma3-0.5b");
+  ASSERT_TRUE(g2 && g3);
+  EXPECT_EQ(g2->arch, "gemma2");
+  EXPECT_EQ(g2->sliding_window, 4096);
+  EXPECT_EQ(g2->swa_period, 2);  // local, global, local, ...
+  EXPECT_EQ(g2->attn_softcap, 50.0f);
+  EXPECT_EQ(g2->final_softcap, 30.0f);
+  EXPECT_EQ(g2->rope_theta, 10000);
+  EXPECT_EQ(g2->n_head, 2 * g2->n_head_kv);
+  EXPECT_EQ(g2->n_ff, 4 * g2->n_embd);
+  EXPECT_EQ(g2->n_vocab, 256000);
+  EXPECT_EQ(g2->n_ctx, 8192);
+  EXPECT_FALSE(g2->qk_norm);
+  EXPECT_EQ(g2->n_layer % 2, 0);
+  EXPECT_EQ(g3->arch, "gemma3");
+  EXPECT_EQ(g3->sliding_window, 512);
+  EXPECT_EQ(g3->swa_period, 6);  // five local, one global
+  EXPECT_EQ(g3->rope_theta, 1000000);
+  EXPECT_EQ(g3->rope_theta_local, 10000);
+  EXPECT_EQ(g3->attn_softcap, 0.0f);
+  EXPECT_EQ(g3->final_softcap, 0.0f);
+  EXPECT_TRUE(g3->qk_norm);
+  EXPECT_EQ(g3->n_head_kv, 1);
+  EXPECT_EQ(g3->n_ff, 6 * g3->n_embd);
+  EXPECT_EQ(g3->n_vocab, 262144);
+  EXPECT_EQ(g3->n_ctx, 32768);
+  EXPECT_EQ(g3->n_layer % 6, 0);
+  for (const ModelPreset* p : {g2, g3}) {
+    SCOPED_TRACE(p->name);
+    EXPECT_EQ(p->head_dim, 256);
+    EXPECT_EQ(p->query_pre_attn_scalar, 256.0f);  // = head_dim, as the GGUF loaders assume
+    EXPECT_EQ(p->rms_eps, 1e-6f);
+    EXPECT_TRUE(p->tied);
+    double params = 0;
+    for (const auto& t : plan_tensors(*p, MkType::kF32)) {
+      double n = 1;
+      for (int64_t d : t.ne) n *= static_cast<double>(d);
+      params += n;
+    }
+    EXPECT_GT(params, 0.45e9);
+    EXPECT_LT(params, 0.55e9);
+  }
 }
 
 // ---- tokenizer metadata from a real tokenizer.json -------------------------------------

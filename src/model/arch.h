@@ -8,7 +8,8 @@
 // Llama, Qwen2 and Qwen3 share the Llama family's table and block
 // (model/llama_family.cpp); a family with another block (other norms, another
 // activation, fused projections) brings its own table and forward function
-// instead of adding flags to that one.
+// instead of adding flags to that one. The rows tables share are
+// model/tensor_rows.h's.
 //
 // Adding an architecture = one new file src/model/arch_<name>.cpp defining
 // `const ArchSpec kArch<Name>` (the name with its first letter upper-cased,

@@ -18,6 +18,7 @@
 #include "model/gemma_blocks.h"
 #include "model/hparams.h"
 #include "model/model.h"
+#include "model/tensor_rows.h"
 
 namespace laya {
 
@@ -28,40 +29,29 @@ using R = TensorRole;
 using W = When;
 using P = Placement;
 using LW = LayerWeights;
-using MW = ModelWeights;
 
+// The Llama family's rows (tensor_rows.h), with the norms after attention and
+// after the feed-forward, and the feed-forward's input norm under its Gemma 2
+// name. The q/k norms are Gemma 3's (W::kQkNorm).
 const TensorSpec kGemma2Tensors[] = {
-    {"token_embd.weight", "model.embed_tokens.weight", R::kEmbedding, {D::kEmbd, D::kVocab}, 2, W::kAlways,
-     P::kBeforeLayers, "n_embd mismatch?", nullptr, &MW::tok_embd},
-    {"output_norm.weight", "model.norm.weight", R::kNorm, {D::kEmbd}, 1, W::kAlways, P::kAfterLayers,
-     "n_embd mismatch?", nullptr, &MW::output_norm},
-    {"output.weight", "lm_head.weight", R::kMatrix, {D::kEmbd, D::kVocab}, 2, W::kUntiedOutput, P::kAfterLayers,
-     "vocab or n_embd mismatch?", nullptr, &MW::output},
+    rows::kTokenEmbd,
+    rows::kOutputNorm,
+    rows::kOutput,
 
-    {"blk.{}.attn_norm.weight", "model.layers.{}.input_layernorm.weight", R::kNorm, {D::kEmbd}, 1, W::kAlways,
-     P::kLayer, "n_embd mismatch?", &LW::attn_norm, nullptr},
-    {"blk.{}.attn_q.weight", "model.layers.{}.self_attn.q_proj.weight", R::kMatrix, {D::kEmbd, D::kQDim}, 2,
-     W::kAlways, P::kLayer, "n_head or head_dim mismatch?", &LW::wq, nullptr},
-    {"blk.{}.attn_k.weight", "model.layers.{}.self_attn.k_proj.weight", R::kMatrix, {D::kEmbd, D::kKvDim}, 2,
-     W::kAlways, P::kLayer, "n_head_kv mismatch?", &LW::wk, nullptr},
-    {"blk.{}.attn_v.weight", "model.layers.{}.self_attn.v_proj.weight", R::kMatrix, {D::kEmbd, D::kKvDim}, 2,
-     W::kAlways, P::kLayer, "n_head_kv mismatch?", &LW::wv, nullptr},
-    {"blk.{}.attn_q_norm.weight", "model.layers.{}.self_attn.q_norm.weight", R::kNorm, {D::kHeadDim}, 1, W::kQkNorm,
-     P::kLayer, "head_dim mismatch?", &LW::q_norm, nullptr},
-    {"blk.{}.attn_k_norm.weight", "model.layers.{}.self_attn.k_norm.weight", R::kNorm, {D::kHeadDim}, 1, W::kQkNorm,
-     P::kLayer, "head_dim mismatch?", &LW::k_norm, nullptr},
-    {"blk.{}.attn_output.weight", "model.layers.{}.self_attn.o_proj.weight", R::kMatrix, {D::kQDim, D::kEmbd}, 2,
-     W::kAlways, P::kLayer, "n_head or head_dim mismatch?", &LW::wo, nullptr},
+    rows::kAttnNorm,
+    rows::kAttnQ,
+    rows::kAttnK,
+    rows::kAttnV,
+    rows::kAttnQNorm,
+    rows::kAttnKNorm,
+    rows::kAttnOutput,
     {"blk.{}.post_attention_norm.weight", "model.layers.{}.post_attention_layernorm.weight", R::kNorm, {D::kEmbd}, 1,
      W::kAlways, P::kLayer, "n_embd mismatch?", &LW::attn_post_norm, nullptr},
     {"blk.{}.ffn_norm.weight", "model.layers.{}.pre_feedforward_layernorm.weight", R::kNorm, {D::kEmbd}, 1,
      W::kAlways, P::kLayer, "n_embd mismatch?", &LW::ffn_norm, nullptr},
-    {"blk.{}.ffn_gate.weight", "model.layers.{}.mlp.gate_proj.weight", R::kMatrix, {D::kEmbd, D::kFf}, 2, W::kAlways,
-     P::kLayer, "n_ff mismatch?", &LW::w_gate, nullptr},
-    {"blk.{}.ffn_up.weight", "model.layers.{}.mlp.up_proj.weight", R::kMatrix, {D::kEmbd, D::kFf}, 2, W::kAlways,
-     P::kLayer, "n_ff mismatch?", &LW::w_up, nullptr},
-    {"blk.{}.ffn_down.weight", "model.layers.{}.mlp.down_proj.weight", R::kMatrix, {D::kFf, D::kEmbd}, 2, W::kAlways,
-     P::kLayer, "n_ff mismatch?", &LW::w_down, nullptr},
+    rows::kFfnGate,
+    rows::kFfnUp,
+    rows::kFfnDown,
     {"blk.{}.post_ffw_norm.weight", "model.layers.{}.post_feedforward_layernorm.weight", R::kNorm, {D::kEmbd}, 1,
      W::kAlways, P::kLayer, "n_embd mismatch?", &LW::ffn_post_norm, nullptr},
 };

@@ -8,6 +8,7 @@
 // phimoe is another model type and refused by name.
 #include "model/arch.h"
 #include "model/model.h"
+#include "model/tensor_rows.h"
 
 namespace laya {
 
@@ -18,35 +19,28 @@ using R = TensorRole;
 using W = When;
 using P = Placement;
 using LW = LayerWeights;
-using MW = ModelWeights;
 
+// The Llama family's rows (tensor_rows.h), with q/k/v and gate/up fused.
 const TensorSpec kPhi3Tensors[] = {
-    {"token_embd.weight", "model.embed_tokens.weight", R::kEmbedding, {D::kEmbd, D::kVocab}, 2, W::kAlways,
-     P::kBeforeLayers, "n_embd mismatch?", nullptr, &MW::tok_embd},
-    {"output_norm.weight", "model.norm.weight", R::kNorm, {D::kEmbd}, 1, W::kAlways, P::kAfterLayers,
-     "n_embd mismatch?", nullptr, &MW::output_norm},
-    {"output.weight", "lm_head.weight", R::kMatrix, {D::kEmbd, D::kVocab}, 2, W::kUntiedOutput, P::kAfterLayers,
-     "vocab or n_embd mismatch?", nullptr, &MW::output},
+    rows::kTokenEmbd,
+    rows::kOutputNorm,
+    rows::kOutput,
 
-    {"blk.{}.attn_norm.weight", "model.layers.{}.input_layernorm.weight", R::kNorm, {D::kEmbd}, 1, W::kAlways,
-     P::kLayer, "n_embd mismatch?", &LW::attn_norm, nullptr},
+    rows::kAttnNorm,
     {"blk.{}.attn_qkv.weight", "model.layers.{}.self_attn.qkv_proj.weight", R::kFused, {D::kEmbd, D::kQkvDim}, 2,
      W::kAlways, P::kLayer, "n_head, n_head_kv or head_dim mismatch?", &LW::wqkv, nullptr},
     {"blk.{}.attn_qkv.weight[q]", nullptr, R::kMatrix, {D::kEmbd, D::kQDim}, 2, W::kSplit, P::kLayer, "", &LW::wq, nullptr},
     {"blk.{}.attn_qkv.weight[k]", nullptr, R::kMatrix, {D::kEmbd, D::kKvDim}, 2, W::kSplit, P::kLayer, "", &LW::wk, nullptr},
     {"blk.{}.attn_qkv.weight[v]", nullptr, R::kMatrix, {D::kEmbd, D::kKvDim}, 2, W::kSplit, P::kLayer, "", &LW::wv, nullptr},
-    {"blk.{}.attn_output.weight", "model.layers.{}.self_attn.o_proj.weight", R::kMatrix, {D::kQDim, D::kEmbd}, 2,
-     W::kAlways, P::kLayer, "n_head or head_dim mismatch?", &LW::wo, nullptr},
-    {"blk.{}.ffn_norm.weight", "model.layers.{}.post_attention_layernorm.weight", R::kNorm, {D::kEmbd}, 1, W::kAlways,
-     P::kLayer, "n_embd mismatch?", &LW::ffn_norm, nullptr},
+    rows::kAttnOutput,
+    rows::kFfnNorm,
     {"blk.{}.ffn_up.weight", "model.layers.{}.mlp.gate_up_proj.weight", R::kFused, {D::kEmbd, D::kFf2}, 2, W::kAlways,
      P::kLayer, "n_ff mismatch? (phi3's ffn_up holds gate and up: 2 n_ff rows)", &LW::w_gate_up, nullptr},
     {"blk.{}.ffn_up.weight[gate]", nullptr, R::kMatrix, {D::kEmbd, D::kFf}, 2, W::kSplit, P::kLayer, "", &LW::w_gate,
      nullptr},
     {"blk.{}.ffn_up.weight[up]", nullptr, R::kMatrix, {D::kEmbd, D::kFf}, 2, W::kSplit, P::kLayer, "", &LW::w_up,
      nullptr},
-    {"blk.{}.ffn_down.weight", "model.layers.{}.mlp.down_proj.weight", R::kMatrix, {D::kFf, D::kEmbd}, 2, W::kAlways,
-     P::kLayer, "n_ff mismatch?", &LW::w_down, nullptr},
+    rows::kFfnDown,
 };
 
 std::span<const TensorSpec> phi3_tensors() { return kPhi3Tensors; }

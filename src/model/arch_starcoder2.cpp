@@ -10,6 +10,7 @@
 #include "model/forward.h"
 #include "model/hparams.h"
 #include "model/model.h"
+#include "model/tensor_rows.h"
 
 namespace laya {
 
@@ -22,38 +23,28 @@ using P = Placement;
 using LW = LayerWeights;
 using MW = ModelWeights;
 
+// The Llama family's rows (tensor_rows.h), with the LayerNorms' biases, the
+// attention output's, and an ungated feed-forward of its own names.
 const TensorSpec kStarcoder2Tensors[] = {
-    {"token_embd.weight", "model.embed_tokens.weight", R::kEmbedding, {D::kEmbd, D::kVocab}, 2, W::kAlways,
-     P::kBeforeLayers, "n_embd mismatch?", nullptr, &MW::tok_embd},
-    {"output_norm.weight", "model.norm.weight", R::kNorm, {D::kEmbd}, 1, W::kAlways, P::kAfterLayers,
-     "n_embd mismatch?", nullptr, &MW::output_norm},
+    rows::kTokenEmbd,
+    rows::kOutputNorm,
     {"output_norm.bias", "model.norm.bias", R::kBias, {D::kEmbd}, 1, W::kAlways, P::kAfterLayers, "n_embd mismatch?",
      nullptr, &MW::output_norm_b},
-    {"output.weight", "lm_head.weight", R::kMatrix, {D::kEmbd, D::kVocab}, 2, W::kUntiedOutput, P::kAfterLayers,
-     "vocab or n_embd mismatch?", nullptr, &MW::output},
+    rows::kOutput,
 
-    {"blk.{}.attn_norm.weight", "model.layers.{}.input_layernorm.weight", R::kNorm, {D::kEmbd}, 1, W::kAlways,
-     P::kLayer, "n_embd mismatch?", &LW::attn_norm, nullptr},
+    rows::kAttnNorm,
     {"blk.{}.attn_norm.bias", "model.layers.{}.input_layernorm.bias", R::kBias, {D::kEmbd}, 1, W::kAlways, P::kLayer,
      "n_embd mismatch?", &LW::attn_norm_b, nullptr},
-    {"blk.{}.attn_q.weight", "model.layers.{}.self_attn.q_proj.weight", R::kMatrix, {D::kEmbd, D::kQDim}, 2,
-     W::kAlways, P::kLayer, "n_head or head_dim mismatch?", &LW::wq, nullptr},
-    {"blk.{}.attn_q.bias", "model.layers.{}.self_attn.q_proj.bias", R::kBias, {D::kQDim}, 1, W::kQkvBias, P::kLayer,
-     "n_head mismatch?", &LW::bq, nullptr},
-    {"blk.{}.attn_k.weight", "model.layers.{}.self_attn.k_proj.weight", R::kMatrix, {D::kEmbd, D::kKvDim}, 2,
-     W::kAlways, P::kLayer, "n_head_kv mismatch?", &LW::wk, nullptr},
-    {"blk.{}.attn_k.bias", "model.layers.{}.self_attn.k_proj.bias", R::kBias, {D::kKvDim}, 1, W::kQkvBias, P::kLayer,
-     "n_head_kv mismatch?", &LW::bk, nullptr},
-    {"blk.{}.attn_v.weight", "model.layers.{}.self_attn.v_proj.weight", R::kMatrix, {D::kEmbd, D::kKvDim}, 2,
-     W::kAlways, P::kLayer, "n_head_kv mismatch?", &LW::wv, nullptr},
-    {"blk.{}.attn_v.bias", "model.layers.{}.self_attn.v_proj.bias", R::kBias, {D::kKvDim}, 1, W::kQkvBias, P::kLayer,
-     "n_head_kv mismatch?", &LW::bv, nullptr},
-    {"blk.{}.attn_output.weight", "model.layers.{}.self_attn.o_proj.weight", R::kMatrix, {D::kQDim, D::kEmbd}, 2,
-     W::kAlways, P::kLayer, "n_head or head_dim mismatch?", &LW::wo, nullptr},
+    rows::kAttnQ,
+    rows::kAttnQBias,
+    rows::kAttnK,
+    rows::kAttnKBias,
+    rows::kAttnV,
+    rows::kAttnVBias,
+    rows::kAttnOutput,
     {"blk.{}.attn_output.bias", "model.layers.{}.self_attn.o_proj.bias", R::kBias, {D::kEmbd}, 1, W::kQkvBias,
      P::kLayer, "n_embd mismatch?", &LW::bo, nullptr},
-    {"blk.{}.ffn_norm.weight", "model.layers.{}.post_attention_layernorm.weight", R::kNorm, {D::kEmbd}, 1, W::kAlways,
-     P::kLayer, "n_embd mismatch?", &LW::ffn_norm, nullptr},
+    rows::kFfnNorm,
     {"blk.{}.ffn_norm.bias", "model.layers.{}.post_attention_layernorm.bias", R::kBias, {D::kEmbd}, 1, W::kAlways,
      P::kLayer, "n_embd mismatch?", &LW::ffn_norm_b, nullptr},
     {"blk.{}.ffn_up.weight", "model.layers.{}.mlp.c_fc.weight", R::kMatrix, {D::kEmbd, D::kFf}, 2, W::kAlways,

@@ -101,6 +101,9 @@ void write_metadata(const ModelPreset& p, MkType type, const VocabMeta& vocab, g
   if (p.residual_scale > 0) w.set_f32(a + "residual_scale", p.residual_scale);
   if (p.attn_scale > 0) w.set_f32(a + "attention.scale", p.attn_scale);
   if (p.logit_scale > 0) w.set_f32(a + "logit_scale", p.logit_scale);
+  if (p.sliding_window > 0) w.set_u32(a + "attention.sliding_window", static_cast<uint32_t>(p.sliding_window));
+  if (p.attn_softcap > 0) w.set_f32(a + "attn_logit_softcapping", p.attn_softcap);
+  if (p.final_softcap > 0) w.set_f32(a + "final_logit_softcapping", p.final_softcap);
   w.set_string("tokenizer.ggml.model", vocab.model);
   w.set_string("tokenizer.ggml.pre", vocab.pre);
   w.set_string_array("tokenizer.ggml.tokens", vocab.tokens);
@@ -201,8 +204,11 @@ class TensorWriter {
 // "quantization" (and its copy "quantization_config").
 nlohmann::json mlx_config(const ModelPreset& p, int bits) {
   static const std::map<std::string, std::string> kClass = {
-      {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"}};
-  nlohmann::json c = {{"model_type", p.arch}, {"hidden_size", p.n_embd}, {"num_hidden_layers", p.n_layer},
+      {"llama", "LlamaForCausalLM"}, {"qwen2", "Qwen2ForCausalLM"}, {"qwen3", "Qwen3ForCausalLM"},
+      {"gemma2", "Gemma2ForCausalLM"}, {"gemma3", "Gemma3ForCausalLM"}};
+  // The family's transformers name (gemma3: gemma3_text, Gemma3ForCausalLM's).
+  const char* model_type = find_arch_by_gguf_name(p.arch)->hf_model_types[0];
+  nlohmann::json c = {{"model_type", model_type}, {"hidden_size", p.n_embd}, {"num_hidden_layers", p.n_layer},
                       {"num_attention_heads", p.n_head}, {"num_key_value_heads", p.n_head_kv}, {"head_dim", p.head_dim},
                       {"intermediate_size", p.n_ff}, {"vocab_size", p.n_vocab}, {"max_position_embeddings", p.n_ctx},
                       {"rms_norm_eps", p.rms_eps}, {"rope_theta", p.rope_theta}, {"tie_word_embeddings", p.tied},
@@ -212,6 +218,17 @@ nlohmann::json mlx_config(const ModelPreset& p, int bits) {
   if (p.residual_scale > 0) c["residual_multiplier"] = p.residual_scale;
   if (p.attn_scale > 0) c["attention_multiplier"] = p.attn_scale;
   if (p.logit_scale > 0) c["logits_scaling"] = p.logit_scale;
+  if (p.sliding_window > 0) c["sliding_window"] = p.sliding_window;  // Gemma 2 / 3's (see ModelPreset)
+  if (p.sliding_window > 0 && p.swa_period > 0) {  // which layers slide, as transformers 4.53+ writes it
+    nlohmann::json types = nlohmann::json::array();
+    for (int64_t i = 0; i < p.n_layer; ++i)
+      types.push_back((i + 1) % p.swa_period != 0 ? "sliding_attention" : "full_attention");
+    c["layer_types"] = types;
+  }
+  if (p.rope_theta_local > 0) c["rope_local_base_freq"] = p.rope_theta_local;
+  if (p.attn_softcap > 0) c["attn_logit_softcapping"] = p.attn_softcap;
+  if (p.final_softcap > 0) c["final_logit_softcapping"] = p.final_softcap;
+  if (p.query_pre_attn_scalar > 0) c["query_pre_attn_scalar"] = p.query_pre_attn_scalar;
   if (p.rope_factor > 0) {
     c["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", p.rope_factor}, {"low_freq_factor", p.rope_low_freq},
                          {"high_freq_factor", p.rope_high_freq}, {"original_max_position_embeddings", p.rope_orig_ctx}};

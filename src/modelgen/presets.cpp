@@ -12,125 +12,171 @@ namespace laya {
 
 // ---- presets ----------------------------------------------------------------------
 
+namespace {
+
+// Shapes of published checkpoints (their config.json).
+void add_public_presets(std::vector<ModelPreset>& v) {
+  {
+    // meta-llama/Llama-3.2-1B config.json
+    ModelPreset p;
+    p.name = "llama-3.2-1b";
+    p.arch = "llama";
+    p.n_embd = 2048, p.n_layer = 16, p.n_head = 32, p.n_head_kv = 8, p.head_dim = 64, p.n_ff = 8192;
+    p.n_vocab = 128256, p.n_ctx = 131072;
+    p.rope_theta = 500000, p.rms_eps = 1e-5f, p.tied = true;
+    p.rope_factor = 32, p.rope_low_freq = 1, p.rope_high_freq = 4, p.rope_orig_ctx = 8192;
+    p.tokenizer = "llama3";
+    v.push_back(p);
+  }
+  {
+    // Qwen/Qwen2.5-0.5B config.json
+    ModelPreset p;
+    p.name = "qwen2.5-0.5b";
+    p.arch = "qwen2";
+    p.n_embd = 896, p.n_layer = 24, p.n_head = 14, p.n_head_kv = 2, p.head_dim = 64, p.n_ff = 4864;
+    p.n_vocab = 151936, p.n_ctx = 32768;
+    p.rope_theta = 1000000, p.rms_eps = 1e-6f, p.tied = true, p.qkv_bias = true;
+    p.tokenizer = "qwen3";
+    v.push_back(p);
+  }
+  {
+    // Qwen/Qwen3-0.6B config.json
+    ModelPreset p;
+    p.name = "qwen3-0.6b";
+    p.arch = "qwen3";
+    p.n_embd = 1024, p.n_layer = 28, p.n_head = 16, p.n_head_kv = 8, p.head_dim = 128, p.n_ff = 3072;
+    p.n_vocab = 151936, p.n_ctx = 40960;
+    p.rope_theta = 1000000, p.rms_eps = 1e-6f, p.tied = true, p.qk_norm = true;
+    p.tokenizer = "qwen3";
+    v.push_back(p);
+  }
+  {
+    // HuggingFaceTB/SmolLM2-135M config.json
+    ModelPreset p;
+    p.name = "smollm2-135m";
+    p.arch = "llama";
+    p.n_embd = 576, p.n_layer = 30, p.n_head = 9, p.n_head_kv = 3, p.head_dim = 64, p.n_ff = 1536;
+    p.n_vocab = 49152, p.n_ctx = 8192;
+    p.rope_theta = 100000, p.rms_eps = 1e-5f, p.tied = true;
+    p.tokenizer = "llama3";
+    v.push_back(p);
+  }
+}
+
+// The other families' blocks at 0.3-0.5 B parameters (none of them
+// publishes a model that small): the shapes `laya bench` compares them at
+// (starcoder2-0.5b: 309 M, phi3-0.5b: 374 M, gemma2-0.5b: 514 M,
+// gemma3-0.5b: 526 M). Their vocabularies' sizes, a synthetic tokenizer.
+void add_family_presets(std::vector<ModelPreset>& v) {
+  ModelPreset p;  // microsoft/Phi-3-mini-4k-instruct's proportions: MHA, untied, vocab 32064
+  p.name = "phi3-0.5b";
+  p.arch = "phi3";
+  p.n_embd = 1024, p.n_layer = 24, p.n_head = 16, p.n_head_kv = 16, p.head_dim = 64, p.n_ff = 2816;
+  p.n_vocab = 32064, p.n_ctx = 4096;
+  p.rope_theta = 10000, p.rms_eps = 1e-5f, p.tied = false;
+  p.tokenizer = "synthetic";
+  v.push_back(p);
+  ModelPreset g = p;  // ibm-granite/granite-3.1-2b-base's proportions: GQA 4:1, tied, vocab 49155
+  g.name = "granite-0.5b";
+  g.arch = "granite";
+  g.n_head_kv = 4, g.n_ff = 4096, g.n_vocab = 49155, g.rope_theta = 5000000, g.tied = true;
+  g.embd_scale = 12.0f, g.residual_scale = 0.22f, g.attn_scale = 0.015625f, g.logit_scale = 8.0f;  // 3.1-2b's
+  v.push_back(g);
+  ModelPreset s = p;  // bigcode/starcoder2-3b's: GQA, biases, LayerNorm, tied, vocab 49152
+  s.name = "starcoder2-0.5b";
+  s.arch = "starcoder2";
+  s.n_head_kv = 2, s.n_ff = 4096, s.n_vocab = 49152, s.n_ctx = 16384, s.rope_theta = 999999.4420358813;
+  s.tied = true, s.qkv_bias = true;
+  v.push_back(s);
+  ModelPreset m = p;  // google/codegemma-2b's: MQA, head_dim 256, tied, vocab 256000
+  m.name = "gemma-0.5b";
+  m.arch = "gemma";
+  m.n_layer = 18, m.n_head = 4, m.n_head_kv = 1, m.head_dim = 256, m.n_ff = 4096, m.n_vocab = 256000;
+  m.n_ctx = 8192, m.rms_eps = 1e-6f, m.tied = true;
+  v.push_back(m);
+  // google/gemma-2-2b's: GQA 2:1, head_dim 256 (query_pre_attn_scalar the
+  // same), n_ff 4 n_embd, layers alternating a 4096 window and the whole
+  // context, scores soft-capped at 50, logits at 30; 16 layers for ~0.5 B.
+  ModelPreset g2 = m;
+  g2.name = "gemma2-0.5b";
+  g2.arch = "gemma2";
+  g2.n_layer = 16, g2.n_head_kv = 2;
+  g2.sliding_window = 4096, g2.swa_period = 2, g2.attn_softcap = 50.0f, g2.final_softcap = 30.0f;
+  g2.query_pre_attn_scalar = 256;
+  v.push_back(g2);
+  // google/gemma-3-1b-pt's: MQA, head_dim 256, q/k norms, n_ff 6 n_embd,
+  // vocab 262144, five layers with a 512 window and RoPE base 10000 to one
+  // global with rope_theta 1e6, no soft-capping; 12 layers for ~0.5 B.
+  ModelPreset g3 = m;
+  g3.name = "gemma3-0.5b";
+  g3.arch = "gemma3";
+  g3.n_layer = 12, g3.n_ff = 6144, g3.n_vocab = 262144, g3.n_ctx = 32768, g3.qk_norm = true;
+  g3.rope_theta = 1000000, g3.rope_theta_local = 10000, g3.sliding_window = 512, g3.swa_period = 6;
+  g3.query_pre_attn_scalar = 256;
+  v.push_back(g3);
+}
+
+void add_test_presets(std::vector<ModelPreset>& v) {
+  // Tiny models for tests: K-quant-sized rows, synthetic vocabulary.
+  ModelPreset p;
+  p.name = "test-tiny";
+  p.arch = "llama";
+  p.n_embd = 256, p.n_layer = 2, p.n_head = 4, p.n_head_kv = 2, p.head_dim = 64, p.n_ff = 512;
+  p.n_vocab = 320, p.n_ctx = 256;
+  p.rope_theta = 10000, p.rms_eps = 1e-5f, p.tied = true;
+  p.tokenizer = "synthetic";
+  p.hidden = true;
+  v.push_back(p);
+  ModelPreset q = p;
+  q.name = "test-tiny-qwen2";
+  q.arch = "qwen2", q.qkv_bias = true, q.n_embd = 160, q.n_head = 5, q.n_head_kv = 1, q.head_dim = 32, q.n_ff = 288;
+  q.rms_eps = 1e-6f;
+  v.push_back(q);
+  // The same with Qwen's whole vocabulary (and so its chat template): chat serving tests.
+  ModelPreset qc = q;
+  qc.name = "test-tiny-qwen2-chat";
+  qc.n_vocab = 151936, qc.tokenizer = "qwen3";
+  v.push_back(qc);
+  ModelPreset r = p;
+  r.name = "test-tiny-qwen3";
+  r.arch = "qwen3", r.qk_norm = true, r.head_dim = 128, r.n_head = 4, r.n_head_kv = 2, r.rms_eps = 1e-6f;
+  v.push_back(r);
+  for (const char* fam : {"phi3", "granite", "starcoder2", "gemma"}) {  // their blocks and tables, tiny
+    ModelPreset f = p;
+    f.name = std::string("test-tiny-") + fam;
+    f.arch = fam;
+    f.qkv_bias = f.arch == "starcoder2";
+    f.tied = f.arch != "phi3";
+    if (f.arch == "granite") f.embd_scale = 12.0f, f.residual_scale = 0.22f, f.attn_scale = 0.015625f, f.logit_scale = 8.0f;
+    v.push_back(f);
+  }
+  // Gemma 2 / 3's attention metadata, with a window of 16 positions.
+  ModelPreset g2 = p;
+  g2.name = "test-tiny-gemma2";
+  g2.arch = "gemma2";
+  g2.sliding_window = 16, g2.swa_period = 2, g2.attn_softcap = 50.0f, g2.final_softcap = 30.0f;
+  g2.query_pre_attn_scalar = 64;
+  v.push_back(g2);
+  ModelPreset g3 = p;
+  g3.name = "test-tiny-gemma3";
+  g3.arch = "gemma3";
+  g3.n_layer = 6, g3.qk_norm = true, g3.rope_theta = 1000000, g3.rope_theta_local = 10000;
+  g3.sliding_window = 16, g3.swa_period = 6, g3.query_pre_attn_scalar = 64;
+  v.push_back(g3);
+  ModelPreset s = p;
+  s.name = "test-tiny-llama3";
+  s.rope_factor = 32, s.rope_theta = 500000, s.rope_orig_ctx = 128, s.tied = false;
+  v.push_back(s);
+}
+
+}  // namespace
+
 const std::vector<ModelPreset>& model_presets() {
   static const std::vector<ModelPreset> kPresets = [] {
     std::vector<ModelPreset> v;
-    {
-      // meta-llama/Llama-3.2-1B config.json
-      ModelPreset p;
-      p.name = "llama-3.2-1b";
-      p.arch = "llama";
-      p.n_embd = 2048, p.n_layer = 16, p.n_head = 32, p.n_head_kv = 8, p.head_dim = 64, p.n_ff = 8192;
-      p.n_vocab = 128256, p.n_ctx = 131072;
-      p.rope_theta = 500000, p.rms_eps = 1e-5f, p.tied = true;
-      p.rope_factor = 32, p.rope_low_freq = 1, p.rope_high_freq = 4, p.rope_orig_ctx = 8192;
-      p.tokenizer = "llama3";
-      v.push_back(p);
-    }
-    {
-      // Qwen/Qwen2.5-0.5B config.json
-      ModelPreset p;
-      p.name = "qwen2.5-0.5b";
-      p.arch = "qwen2";
-      p.n_embd = 896, p.n_layer = 24, p.n_head = 14, p.n_head_kv = 2, p.head_dim = 64, p.n_ff = 4864;
-      p.n_vocab = 151936, p.n_ctx = 32768;
-      p.rope_theta = 1000000, p.rms_eps = 1e-6f, p.tied = true, p.qkv_bias = true;
-      p.tokenizer = "qwen3";
-      v.push_back(p);
-    }
-    {
-      // Qwen/Qwen3-0.6B config.json
-      ModelPreset p;
-      p.name = "qwen3-0.6b";
-      p.arch = "qwen3";
-      p.n_embd = 1024, p.n_layer = 28, p.n_head = 16, p.n_head_kv = 8, p.head_dim = 128, p.n_ff = 3072;
-      p.n_vocab = 151936, p.n_ctx = 40960;
-      p.rope_theta = 1000000, p.rms_eps = 1e-6f, p.tied = true, p.qk_norm = true;
-      p.tokenizer = "qwen3";
-      v.push_back(p);
-    }
-    {
-      // HuggingFaceTB/SmolLM2-135M config.json
-      ModelPreset p;
-      p.name = "smollm2-135m";
-      p.arch = "llama";
-      p.n_embd = 576, p.n_layer = 30, p.n_head = 9, p.n_head_kv = 3, p.head_dim = 64, p.n_ff = 1536;
-      p.n_vocab = 49152, p.n_ctx = 8192;
-      p.rope_theta = 100000, p.rms_eps = 1e-5f, p.tied = true;
-      p.tokenizer = "llama3";
-      v.push_back(p);
-    }
-    // The other families' blocks at 0.3-0.5 B parameters (none of them
-    // publishes a model that small): the shapes `laya bench` compares them at
-    // (starcoder2-0.5b: 309 M, phi3-0.5b: 374 M). Their vocabularies' sizes,
-    // a synthetic tokenizer.
-    {
-      ModelPreset p;  // microsoft/Phi-3-mini-4k-instruct's proportions: MHA, untied, vocab 32064
-      p.name = "phi3-0.5b";
-      p.arch = "phi3";
-      p.n_embd = 1024, p.n_layer = 24, p.n_head = 16, p.n_head_kv = 16, p.head_dim = 64, p.n_ff = 2816;
-      p.n_vocab = 32064, p.n_ctx = 4096;
-      p.rope_theta = 10000, p.rms_eps = 1e-5f, p.tied = false;
-      p.tokenizer = "synthetic";
-      v.push_back(p);
-      ModelPreset g = p;  // ibm-granite/granite-3.1-2b-base's proportions: GQA 4:1, tied, vocab 49155
-      g.name = "granite-0.5b";
-      g.arch = "granite";
-      g.n_head_kv = 4, g.n_ff = 4096, g.n_vocab = 49155, g.rope_theta = 5000000, g.tied = true;
-      g.embd_scale = 12.0f, g.residual_scale = 0.22f, g.attn_scale = 0.015625f, g.logit_scale = 8.0f;  // 3.1-2b's
-      v.push_back(g);
-      ModelPreset s = p;  // bigcode/starcoder2-3b's: GQA, biases, LayerNorm, tied, vocab 49152
-      s.name = "starcoder2-0.5b";
-      s.arch = "starcoder2";
-      s.n_head_kv = 2, s.n_ff = 4096, s.n_vocab = 49152, s.n_ctx = 16384, s.rope_theta = 999999.4420358813;
-      s.tied = true, s.qkv_bias = true;
-      v.push_back(s);
-      ModelPreset m = p;  // google/codegemma-2b's: MQA, head_dim 256, tied, vocab 256000
-      m.name = "gemma-0.5b";
-      m.arch = "gemma";
-      m.n_layer = 18, m.n_head = 4, m.n_head_kv = 1, m.head_dim = 256, m.n_ff = 4096, m.n_vocab = 256000;
-      m.n_ctx = 8192, m.rms_eps = 1e-6f, m.tied = true;
-      v.push_back(m);
-    }
-    {
-      // Tiny models for tests: K-quant-sized rows, synthetic vocabulary.
-      ModelPreset p;
-      p.name = "test-tiny";
-      p.arch = "llama";
-      p.n_embd = 256, p.n_layer = 2, p.n_head = 4, p.n_head_kv = 2, p.head_dim = 64, p.n_ff = 512;
-      p.n_vocab = 320, p.n_ctx = 256;
-      p.rope_theta = 10000, p.rms_eps = 1e-5f, p.tied = true;
-      p.tokenizer = "synthetic";
-      p.hidden = true;
-      v.push_back(p);
-      ModelPreset q = p;
-      q.name = "test-tiny-qwen2";
-      q.arch = "qwen2", q.qkv_bias = true, q.n_embd = 160, q.n_head = 5, q.n_head_kv = 1, q.head_dim = 32, q.n_ff = 288;
-      q.rms_eps = 1e-6f;
-      v.push_back(q);
-      // The same with Qwen's whole vocabulary (and so its chat template): chat serving tests.
-      ModelPreset qc = q;
-      qc.name = "test-tiny-qwen2-chat";
-      qc.n_vocab = 151936, qc.tokenizer = "qwen3";
-      v.push_back(qc);
-      ModelPreset r = p;
-      r.name = "test-tiny-qwen3";
-      r.arch = "qwen3", r.qk_norm = true, r.head_dim = 128, r.n_head = 4, r.n_head_kv = 2, r.rms_eps = 1e-6f;
-      v.push_back(r);
-      for (const char* fam : {"phi3", "granite", "starcoder2", "gemma"}) {  // their blocks and tables, tiny
-        ModelPreset f = p;
-        f.name = std::string("test-tiny-") + fam;
-        f.arch = fam;
-        f.qkv_bias = f.arch == "starcoder2";
-        f.tied = f.arch != "phi3";
-        if (f.arch == "granite") f.embd_scale = 12.0f, f.residual_scale = 0.22f, f.attn_scale = 0.015625f, f.logit_scale = 8.0f;
-        v.push_back(f);
-      }
-      ModelPreset s = p;
-      s.name = "test-tiny-llama3";
-      s.rope_factor = 32, s.rope_theta = 500000, s.rope_orig_ctx = 128, s.tied = false;
-      v.push_back(s);
-    }
+    add_public_presets(v);
+    add_family_presets(v);
+    add_test_presets(v);
     return v;
   }();
   return kPresets;

@@ -35,6 +35,17 @@ struct ModelPreset {
   // .residual_scale, .attention.scale and .logit_scale; 0 = not written. llama.cpp's granite
   // loader requires logit_scale.
   float embd_scale = 0, residual_scale = 0, attn_scale = 0, logit_scale = 0;
+  // Gemma 2 / 3's attention (0 = none): the local layers' sliding window, the
+  // layer period of which the last layer is global (2: alternating, 6: five
+  // local to one), the local layers' RoPE base, soft-capping of the scores and
+  // of the logits, and query_pre_attn_scalar (queries scaled by its -0.5th
+  // power). In GGUF, as convert_hf_to_gguf.py writes them: <arch>.attention.
+  // sliding_window, .attn_logit_softcapping, .final_logit_softcapping; the
+  // period, the local base and the scalar are not written there (llama.cpp's
+  // loaders and laya's ArchSpec::attn know each family's), only to config.json.
+  int64_t sliding_window = 0, swa_period = 0;
+  double rope_theta_local = 0;
+  float attn_softcap = 0, final_softcap = 0, query_pre_attn_scalar = 0;
   std::string tokenizer;  // "llama3", "qwen3" (fixture tokenizer.json) or "synthetic"
   bool hidden = false;    // test presets, not listed in --help
 

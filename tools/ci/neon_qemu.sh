@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The NEON kernels (src/backend/cpu/arm) tested on an x86 machine: the kernel
-# tables and their tests (tests/kernels_test.cpp: every table against the
-# scalar reference) cross-compiled for AArch64 with GoogleTest's sources and
+# tables and their tests (tests/kernels_test.cpp, tests/softcap_kernel_test.cpp:
+# every table against the scalar reference) cross-compiled for AArch64 with GoogleTest's sources and
 # run under qemu-user. Not part of CI (a cross toolchain, ~1 min of 2 cores);
 # run it after changing a NEON kernel:
 #   apt-get install g++-aarch64-linux-gnu qemu-user   # once (libgtest-dev brings /usr/src/googletest)
@@ -23,7 +23,7 @@ mkdir -p "$OUT"
 # and the type table, built as CMake builds the backend for AArch64; and
 # GoogleTest. A ninja file, so a second run compiles only what changed.
 SOURCES=(src/core/dtype.cpp src/backend/cpu/kernels.cpp src/backend/cpu/ref/*.cpp src/backend/cpu/arm/*.cpp
-         tests/kernels_test.cpp)
+         tests/kernels_test.cpp tests/softcap_kernel_test.cpp)
 {
   echo "cxx = $CXX"
   echo "flags = -std=c++20 -O2 -Wall -Wextra -Werror -DLAYA_HAVE_ARM=1 -I$ROOT/src -I$GTEST/include"

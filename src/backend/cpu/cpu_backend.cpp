@@ -564,25 +564,9 @@ Status CpuBackend::mul(float* y, const float* x, int64_t n) {
   return Status::Ok();
 }
 
-template <typename Span>
-void CpuBackend::elementwise(int64_t n, const Span& span) {
-  if (n < 16384) {  // a decode step's feed-forward: less than a wake-up of the pool costs
-    span(int64_t{0}, n);
-    return;
-  }
-  pool_.run_each([&](int ti, int nt) {
-    int64_t b, e;
-    split(n, ti, nt, 64, &b, &e);
-    span(b, e);
-  });
-}
-
 Status CpuBackend::softcap(float* x, int64_t n, float cap) {
-  // A tanh per logit (Gemma 2's 256k a token): split across the pool like gelu.
-  const float inv = 1.0f / cap;
-  elementwise(n, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) x[i] = cap * std::tanh(x[i] * inv);
-  });
+  // A tanh per logit (Gemma 2's 256k a token): split across the pool.
+  run_split(n, kElementGrain, kSerialElements, [&](int64_t b, int64_t e) { kt_->softcap_f32(x + b, e - b, cap); });
   return Status::Ok();
 }
 

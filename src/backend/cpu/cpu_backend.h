@@ -76,10 +76,6 @@ class CpuBackend final : public Backend {
               const std::function<void()>& report);
   // Locks [p, p + n) when opt_.lock_memory; the first refusal goes to lock_note_.
   void lock(const void* p, size_t n, const char* what);
-  // span(b, e) over [0, n): on this thread for a decode step's n, split
-  // across the pool for a prefill's (gelu, softcap: a tanh per value).
-  template <typename Span>
-  void elementwise(int64_t n, const Span& span);
 
   // y (n_tok, ldy) rows r of the tile rowp[0..nr) for tokens x (n_tok, cols).
   void gemm_rows(const float* const* rowp, int64_t nr, const float* x, int64_t cols, int64_t n_tok, float* y, int64_t ldy,

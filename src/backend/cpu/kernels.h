@@ -91,11 +91,12 @@ struct KernelTable {
   float (*dot_f32)(const float* a, const float* b, int64_t n);
   void (*axpy_f32)(float a, const float* x, float* y, int64_t n);  // y += a*x
   // The model families' elementwise and per-row ops (Backend::scale, mul,
-  // gelu, layer_norm: the backend splits them across its threads). SIMD
-  // tables share one source, cpu/vec_ops.h. x may equal y.
+  // gelu, softcap, layer_norm: the backend splits them across its threads).
+  // SIMD tables share one source, cpu/vec_ops.h. x may equal y.
   void (*scale_f32)(float* x, int64_t n, float s);     // x *= s
   void (*mul_f32)(float* y, const float* x, int64_t n);  // y *= x
   void (*gelu_f32)(float* x, int64_t n);               // x = gelu_tanh(x) (kGelu*)
+  void (*softcap_f32)(float* x, int64_t n, float cap);  // x = cap·tanh(x·(1/cap)), 1/cap rounded first
   // One row: out = (x - mean) / sqrt(var + eps) * w + b, mean and variance
   // summed in double (two passes).
   void (*layer_norm_f32)(const float* x, const float* w, const float* b, int64_t n, float eps, float* out);

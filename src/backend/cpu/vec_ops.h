@@ -10,10 +10,12 @@
 // for one ISA can be linked into another's callers).
 //
 // V provides F (kWidth floats) and D (kWidth / 2 doubles); load, store, set1,
-// add, sub, mul, div, fmadd (a·b + c, one rounding), min, exp (exp_poly.h's,
-// for x <= exp_poly::kMaxArg), zero_where_above(r, a, lim) (r's sign alone
-// where a > lim); dzero, dset1, dlo / dhi (the low / high half of an F
-// widened), dadd, dsub, dfmadd and dsum (the lanes' sum).
+// add, sub, mul, div, fmadd (a·b + c, one rounding), min and max (NaN where b
+// is NaN: x86's minps / maxps return b where either operand is, NEON's
+// vminq / vmaxq the NaN), exp (exp_poly.h's, for x <= exp_poly::kMaxArg),
+// zero_where_above(r, a, lim) (r's sign alone where a > lim); dzero, dset1,
+// dlo / dhi (the low / high half of an F widened), dadd, dsub, dfmadd and
+// dsum (the lanes' sum).
 #pragma once
 
 #include <cmath>
@@ -22,6 +24,7 @@
 
 #include "backend/cpu/exp_poly.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/tanh_rational.h"
 
 namespace laya::cpu::vec {
 
@@ -83,6 +86,33 @@ void gelu(float* x, int64_t n) {
   apply<V>(x, n, [](typename V::F v) { return gelu_v<V>(v); }, x);
 }
 
+// tanh(x) = c · N(c²) / D(c²) with c = x clamped to ±C::kClamp (tanh_rational.h):
+// only multiplies, fused multiply-adds and one division, so every ISA computes
+// the same bits. The clamps take x as their second operand, so a NaN x stays
+// NaN (V's min / max return b for a NaN b); ±inf gives ±1. c · (N / D), not
+// (c · N) / D: N / D is near 1, so a tiny or denormal c keeps all its bits.
+// C is a parameter so that tests can run this very code with a changed constant.
+template <class V, class C = TanhRational>
+inline typename V::F tanh_v(typename V::F x) {
+  using F = typename V::F;
+  const F c = V::max(V::set1(-C::kClamp), V::min(V::set1(C::kClamp), x));
+  const F c2 = V::mul(c, c);
+  F num = V::set1(C::kNum[0]);
+  for (int i = 1; i < C::kNumTerms; ++i) num = V::fmadd(num, c2, V::set1(C::kNum[i]));
+  F den = V::set1(C::kDen[0]);
+  for (int i = 1; i < C::kDenTerms; ++i) den = V::fmadd(den, c2, V::set1(C::kDen[i]));
+  return V::mul(c, V::div(num, den));
+}
+
+// Logit soft-capping, cap · tanh(x · (1 / cap)): the argument rounded as the
+// reference rounds it, then tanh_v.
+template <class V, class C = TanhRational>
+void softcap(float* x, int64_t n, float cap) {
+  using F = typename V::F;
+  const F c = V::set1(cap), inv = V::set1(1.0f / cap);
+  apply<V>(x, n, [c, inv](F v) { return V::mul(c, tanh_v<V, C>(V::mul(v, inv))); }, x);
+}
+
 // The reference's two passes in double (Σx, then Σ(x - mean)²), each vector's
 // halves widened into two accumulators, the last n % kWidth values added
 // after them: the double sums differ from the reference's sequential ones in
@@ -125,6 +155,7 @@ void fill_ops(KernelTable& t) {
   t.scale_f32 = &scale<V>;
   t.mul_f32 = &mul<V>;
   t.gelu_f32 = &gelu<V>;
+  t.softcap_f32 = &softcap<V>;
   t.layer_norm_f32 = &layer_norm<V>;
 }
 

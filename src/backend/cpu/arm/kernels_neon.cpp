@@ -1,7 +1,7 @@
 // NEON (AArch64) kernels: F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K dot_row /
 // dequantize_row, dot_f32, axpy_f32, the MLX affine types (arm/affine_neon.cpp),
-// and scale / mul / gelu / layer_norm (cpu/vec_ops.h). Everything else stays
-// the scalar entry. Weights are
+// and scale / mul / gelu / softcap / layer_norm (cpu/vec_ops.h). Everything
+// else stays the scalar entry. Weights are
 // dequantized to the reference's float values and multiplied with float32
 // activations (never rounded to 8 bits).
 #include "backend/cpu/kernels.h"
@@ -13,7 +13,7 @@
 #include <cstring>
 
 #include "backend/cpu/arm/vec_neon.h"
-#include "backend/cpu/vec_ops.h"  // after the vector type: scale, mul, gelu, layer_norm
+#include "backend/cpu/vec_ops.h"  // after the vector type: scale, mul, gelu, softcap, layer_norm
 #include "core/dtype.h"
 #include "core/fp16.h"
 

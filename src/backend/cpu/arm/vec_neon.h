@@ -40,6 +40,7 @@ struct NeonVec {
   static F div(F a, F b) { return vdivq_f32(a, b); }
   static F fmadd(F a, F b, F c) { return vfmaq_f32(c, a, b); }  // a·b + c, one rounding
   static F min(F a, F b) { return vminq_f32(a, b); }
+  static F max(F a, F b) { return vmaxq_f32(a, b); }
   static F exp(F x) { return exp_neon(x); }
   // r with all but its sign bit cleared (±0) where a > lim (not where a is NaN).
   static F zero_where_above(F r, F a, float lim) {

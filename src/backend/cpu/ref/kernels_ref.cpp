@@ -239,6 +239,13 @@ void gelu_ref(float* x, int64_t n) {
   }
 }
 
+// Logit soft-capping in float32 with std::tanh (x times 1/cap, as the SIMD
+// kernels round it; their tanh is vec_ops.h's rational function).
+void softcap_ref(float* x, int64_t n, float cap) {
+  const float inv = 1.0f / cap;
+  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] * inv);
+}
+
 // Mean, then the variance about it (two passes, in double as rms_norm's mean
 // square), then one float row.
 void layer_norm_ref(const float* x, const float* w, const float* b, int64_t n, float eps, float* out) {
@@ -285,6 +292,7 @@ void fill_scalar_table(KernelTable& t) {
   t.scale_f32 = &scale_ref;
   t.mul_f32 = &mul_ref;
   t.gelu_f32 = &gelu_ref;
+  t.softcap_f32 = &softcap_ref;
   t.layer_norm_f32 = &layer_norm_ref;
 }
 

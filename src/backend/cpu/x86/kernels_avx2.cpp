@@ -11,7 +11,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/x86/vec_avx2.h"
-#include "backend/cpu/vec_ops.h"  // after the vector type: scale, mul, gelu, layer_norm
+#include "backend/cpu/vec_ops.h"  // after the vector type: scale, mul, gelu, softcap, layer_norm
 #include "core/dtype.h"
 
 namespace laya::cpu {

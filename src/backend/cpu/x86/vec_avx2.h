@@ -45,6 +45,7 @@ struct Avx2Vec {
   static F div(F a, F b) { return _mm256_div_ps(a, b); }
   static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }  // a·b + c, one rounding
   static F min(F a, F b) { return _mm256_min_ps(a, b); }
+  static F max(F a, F b) { return _mm256_max_ps(a, b); }
   static F exp(F x) { return exp_avx2(x); }
   // r with all but its sign bit cleared (±0) where a > lim (not where a is NaN).
   static F zero_where_above(F r, F a, float lim) {
