@@ -31,11 +31,20 @@ void synthetic_vocab(const ModelPreset& p, VocabMeta* v) {
   for (char c = 'a'; c <= 'z'; ++c) cand.push_back({sp, std::string(1, c)});
   for (char a : std::string("etaoinshrdlu"))
     for (char b : std::string("etaoinshrdlu")) cand.push_back({std::string(1, a), std::string(1, b)});
-  const int64_t room = p.n_vocab - 256 - 2;
+  const int64_t room = p.n_vocab - 256 - 2 - (p.arch == "phi3" ? 4 : 0);  // after them: phi3's names, bos, eos
   for (size_t i = 0; i < cand.size() && static_cast<int64_t>(v->tokens.size()) - 256 < room; ++i) {
     v->merges.push_back(cand[i].first + " " + cand[i].second);
     v->tokens.push_back(cand[i].first + cand[i].second);
     v->types.push_back(kNormal);
+  }
+  // llama.cpp sets attributes on these by name in a model whose general.name
+  // says phi3 (llama-vocab.cpp: unordered_map::at, the load fails without
+  // them); Phi-3's own vocabulary has them.
+  if (p.arch == "phi3") {
+    for (const char* t : {"<unk>", "<s>", "</s>", "<|endoftext|>"}) {
+      v->tokens.push_back(t);
+      v->types.push_back(kControl);
+    }
   }
   v->bos = static_cast<int32_t>(v->tokens.size());
   v->tokens.push_back("<|begin_of_text|>");
