@@ -24,7 +24,7 @@
 #        the suite, makes random-weight llama-3.2-1b BF16 / Q8_0 models there
 #        (mkmodel on its 16 cores: a 1.3-2.5 GB file cannot be carried) and
 #        times decode with `laya bench --backend cuda`. Logs go to $OUT.
-#        STEPS="tests logits bench sweep peer replay profile detail sanitize mlx" selects parts (run in the order tests logits bench sweep replay profile detail sanitize mlx peer: the peer waits for its build).
+#        STEPS="tests logits families bench sweep peer replay profile detail persist psanitize sanitize mlx" selects parts (run in the order tests logits families bench sweep replay profile detail persist psanitize sanitize mlx peer: the peer waits for its build).
 #        mlx (not in the default steps): MLX-quantized weights on cuda, issue 30: the conformance
 #        suite's MLX cases (also with LAYA_CUDA_STREAM=0, the per-row kernel) and under
 #        compute-sanitizer memcheck, the llama-tiny MLX folders' logits through the engine
@@ -127,6 +127,14 @@ device() {
     echo "== reference-model logits through the engine on cuda"
     LAYA_TEST_BACKEND=cuda LAYA_FIXTURES="$PWD/fx" timeout "${LOGITS_S:-150}" "$tests" --gtest_filter="$(logits_filter)" >"$out/logits.log" 2>&1
     echo "rc $?"; grep -E '^\[ +(measure|PASSED|FAILED|SKIPPED) ' "$out/logits.log" | tail -40
+  fi
+  if [[ " $steps " == *" families "* ]]; then
+    echo "== model families (issue 30) through the engine on cuda: transformers' float32 logits, the CPU's tolerances"
+    # The family fixtures are in the tracked tree (tests/fixtures/families), where the test binary looks.
+    LAYA_TEST_BACKEND=cuda timeout "${FAMILIES_S:-150}" "$tests" \
+      --gtest_filter='Families/FamilyLogits.MatchTransformersOnEveryIsa/*:CudaPersistent.StepsWithOtherOps*' \
+      >"$out/families.log" 2>&1
+    echo "rc $?"; grep -E '^\[ +(measure|PASSED|FAILED|SKIPPED) |rel L2' "$out/families.log" | tail -30
   fi
   if [[ " $steps " == *" bench "* ]]; then
     echo "== decode on random-weight models (mkmodel here: a 1-2.5 GB file cannot be carried)"
