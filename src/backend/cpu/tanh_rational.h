@@ -1,5 +1,6 @@
-// The constants of the vector tanh (cpu/vec_ops.h's tanh_v, behind the CPU's
-// logit soft-capping on x86 and NEON): tanh(x) ≈ x · N(x²) / D(x²), N of
+// The constants of the CPU's one vector tanh (cpu/vec_ops.h's tanh_v, behind
+// vec::softcap: the logit op on x86 and NEON and the x86 attention kernels'
+// scores; the scalar reference keeps std::tanh): tanh(x) ≈ x · N(x²) / D(x²), N of
 // degree 6 and D of degree 3 in x² (Eigen's fast float tanh's coefficients),
 // x clamped to ±kClamp, the first float from which on the fraction is 1 (so a
 // large |x| gives exactly ±1, as the reference's std::tanh does).

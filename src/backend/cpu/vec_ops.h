@@ -104,8 +104,9 @@ inline typename V::F tanh_v(typename V::F x) {
   return V::mul(c, V::div(num, den));
 }
 
-// Logit soft-capping, cap · tanh(x · (1 / cap)): the argument rounded as the
-// reference rounds it, then tanh_v.
+// Soft-capping, cap · tanh(x · (1 / cap)): the argument rounded as the
+// reference rounds it, then tanh_v. The logit op (KernelTable::softcap_f32)
+// and the x86 attention kernels' scores both run this.
 template <class V, class C = TanhRational>
 void softcap(float* x, int64_t n, float cap) {
   using F = typename V::F;

@@ -13,38 +13,16 @@
 //    L1 while every (heads × dims) chunk of accumulators passes over them.
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
 #include "backend/cpu/attention.h"
-#include "backend/cpu/x86/vec_avx2.h"  // exp_avx2
+#include "backend/cpu/x86/vec_avx2.h"  // exp_avx2, Avx2Vec
+#include "backend/cpu/vec_ops.h"       // after the vector type: softcap
 
 namespace laya::cpu {
 
 namespace {
-
-// tanh(x) = -expm1(-2|x|) / (2 + expm1(-2|x|)), the sign of x put back.
-// expm1 from exp_avx2's polynomial without its constant term where n = 0
-// (|x| < 0.18: 1 - e^-2|x| would cancel), 2^n · p - 1 elsewhere; relative
-// error < 5e-7 everywhere, so a soft-capped score keeps its low bits.
-inline __m256 tanh_avx2(__m256 x) {
-  const __m256 sign_bit = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
-  const __m256 y = _mm256_max_ps(_mm256_mul_ps(_mm256_andnot_ps(sign_bit, x), _mm256_set1_ps(-2.0f)),
-                                 _mm256_set1_ps(exp_poly::kMinArg));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(y, _mm256_set1_ps(exp_poly::kLog2e)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(exp_poly::kLn2Hi), y);
-  const __m256 f = _mm256_fnmadd_ps(n, _mm256_set1_ps(exp_poly::kLn2Lo), r);
-  __m256 q = _mm256_set1_ps(exp_poly::kCoef[0]);
-  for (int i = 1; i < 6; ++i) q = _mm256_fmadd_ps(q, f, _mm256_set1_ps(exp_poly::kCoef[i]));
-  q = _mm256_mul_ps(q, f);  // e^f - 1
-  const __m256i exponent_step = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
-  const __m256 e = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(_mm256_add_ps(q, one)), exponent_step));
-  const __m256 em1 = _mm256_blendv_ps(_mm256_sub_ps(e, one), q, _mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_EQ_OQ));
-  const __m256 t = _mm256_div_ps(_mm256_sub_ps(_mm256_setzero_ps(), em1), _mm256_add_ps(em1, _mm256_set1_ps(2.0f)));
-  return _mm256_or_ps(t, _mm256_and_ps(x, sign_bit));
-}
 
 inline float hmax(__m256 v) {
   __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -190,20 +168,6 @@ void score_all(const float* q, int64_t hd, const KvHeadBlocks& kv, int64_t js, i
   }
 }
 
-// Soft-capping of one head's n scores in place: cap · tanh(s / cap), the
-// tail through a copy (every score by the same vector function).
-void softcap_scores(float* sc, int64_t n, float cap) {
-  const __m256 c = _mm256_set1_ps(cap), inv = _mm256_set1_ps(1.0f / cap);
-  auto capped = [&](__m256 s) { return _mm256_mul_ps(c, tanh_avx2(_mm256_mul_ps(s, inv))); };
-  const int64_t n_full = n / 8 * 8;
-  for (int64_t j = 0; j < n_full; j += 8) _mm256_storeu_ps(sc + j, capped(_mm256_loadu_ps(sc + j)));
-  if (n_full == n) return;
-  alignas(32) float t[8] = {};
-  std::copy(sc + n_full, sc + n, t);
-  _mm256_store_ps(t, capped(_mm256_load_ps(t)));
-  std::copy(t, t + (n - n_full), sc + n_full);
-}
-
 // Softmax of one head's n_kv scores in place. The tail (n_kv % 8 lanes) is
 // read and written through a mask: the lanes past n_kv hold whatever the
 // scores of the last block's unused positions came to (NaN included).
@@ -236,7 +200,9 @@ void softmax(float* sc, int64_t n_kv) {
 // The weights of one head over [js, n_kv): soft-capped scores, softmax over
 // [first, n_kv), and 0 for the positions [js, first) its K block brought in.
 void weights(float* sc, int64_t js, int64_t n_kv, const AttendParams& p) {
-  if (p.softcap > 0) softcap_scores(sc + p.first, n_kv - p.first, p.softcap);
+  // The logit soft-capping op's own code (vec_ops.h), so scores and logits
+  // are capped by one tanh with one bound (tanh_rational.h).
+  if (p.softcap > 0) vec::softcap<Avx2Vec>(sc + p.first, n_kv - p.first, p.softcap);
   softmax(sc + p.first, n_kv - p.first);
   for (int64_t j = js; j < p.first; ++j) sc[j] = 0.0f;
 }

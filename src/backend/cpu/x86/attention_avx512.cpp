@@ -14,32 +14,12 @@
 #include <type_traits>
 
 #include "backend/cpu/attention.h"
-#include "backend/cpu/x86/vec_avx512.h"  // exp_avx512
+#include "backend/cpu/x86/vec_avx512.h"  // exp_avx512, Avx512Vec
+#include "backend/cpu/vec_ops.h"         // after the vector type: softcap
 
 namespace laya::cpu {
 
 namespace {
-
-// tanh(x) = -expm1(-2|x|) / (2 + expm1(-2|x|)), the sign of x put back;
-// expm1 as in attention_avx2.cpp's tanh_avx2 (the polynomial without its
-// constant term where n = 0); relative error < 5e-7.
-inline __m512 tanh_avx512(__m512 x) {
-  const __m512 one = _mm512_set1_ps(1.0f);
-  const __m512 y = _mm512_max_ps(_mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(-2.0f)), _mm512_set1_ps(exp_poly::kMinArg));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(y, _mm512_set1_ps(exp_poly::kLog2e)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(exp_poly::kLn2Hi), y);
-  const __m512 f = _mm512_fnmadd_ps(n, _mm512_set1_ps(exp_poly::kLn2Lo), r);
-  __m512 q = _mm512_set1_ps(exp_poly::kCoef[0]);
-  for (int i = 1; i < 6; ++i) q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(exp_poly::kCoef[i]));
-  q = _mm512_mul_ps(q, f);  // e^f - 1
-  const __m512 e = _mm512_scalef_ps(_mm512_add_ps(q, one), n);
-  const __mmask16 n_zero = _mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_EQ_OQ);
-  const __m512 em1 = _mm512_mask_mov_ps(_mm512_sub_ps(e, one), n_zero, q);
-  const __m512 t = _mm512_div_ps(_mm512_sub_ps(_mm512_setzero_ps(), em1), _mm512_add_ps(em1, _mm512_set1_ps(2.0f)));
-  const __m512i sign = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(static_cast<int>(0x80000000u)));
-  return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(t), sign));
-}
 
 inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
 inline __m512 load16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
@@ -199,13 +179,9 @@ void head_weights(float* sc, int64_t js, int64_t n_kv, const AttendParams& p) {
   const int64_t n = n_kv - p.first;
   int64_t j = 0;
   const __mmask16 tail = static_cast<__mmask16>((1u << (n % 16)) - 1);
-  if (p.softcap > 0) {
-    const __m512 c = _mm512_set1_ps(p.softcap), inv = _mm512_set1_ps(1.0f / p.softcap);
-    for (; j + 16 <= n; j += 16)
-      _mm512_storeu_ps(s + j, _mm512_mul_ps(c, tanh_avx512(_mm512_mul_ps(_mm512_loadu_ps(s + j), inv))));
-    if (j < n)
-      _mm512_mask_storeu_ps(s + j, tail, _mm512_mul_ps(c, tanh_avx512(_mm512_mul_ps(_mm512_maskz_loadu_ps(tail, s + j), inv))));
-  }
+  // The logit soft-capping op's own code (vec_ops.h), so scores and logits
+  // are capped by one tanh with one bound (tanh_rational.h).
+  if (p.softcap > 0) vec::softcap<Avx512Vec>(s, n, p.softcap);
   __m512 mx = _mm512_set1_ps(-INFINITY);
   for (j = 0; j + 16 <= n; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + j));
   if (j < n) mx = _mm512_mask_max_ps(mx, tail, mx, _mm512_maskz_loadu_ps(tail, s + j));
