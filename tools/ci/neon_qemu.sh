@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The NEON kernels (src/backend/cpu/arm) tested on an x86 machine: the kernel
 # tables and their tests (tests/kernels_test.cpp, tests/softcap_kernel_test.cpp:
-# every table against the scalar reference) cross-compiled for AArch64 with GoogleTest's sources and
+# every table against the scalar reference), and attention as AArch64
+# dispatches it (tests/attention_test.cpp: there is no NEON attention kernel,
+# so the scalar reference, soft-capping included), cross-compiled for AArch64 with GoogleTest's sources and
 # run under qemu-user. Not part of CI (a cross toolchain, ~1 min of 2 cores);
 # run it after changing a NEON kernel:
 #   apt-get install g++-aarch64-linux-gnu qemu-user   # once (libgtest-dev brings /usr/src/googletest)
@@ -19,11 +21,12 @@ done
 [ -d "$GTEST/src" ] || { echo "SKIP: no GoogleTest sources at $GTEST (libgtest-dev)"; exit 77; }
 cd "$ROOT"
 mkdir -p "$OUT"
-# What kernels_test.cpp links: the kernel tables (scalar reference and NEON)
-# and the type table, built as CMake builds the backend for AArch64; and
-# GoogleTest. A ninja file, so a second run compiles only what changed.
+# What the tests link: the kernel tables (scalar reference and NEON), the
+# attention kernels and the type table, built as CMake builds the backend for
+# AArch64; and GoogleTest. A ninja file, so a second run compiles only what changed.
 SOURCES=(src/core/dtype.cpp src/backend/cpu/kernels.cpp src/backend/cpu/ref/*.cpp src/backend/cpu/arm/*.cpp
-         tests/kernels_test.cpp tests/softcap_kernel_test.cpp)
+         src/backend/cpu/attention.cpp
+         tests/kernels_test.cpp tests/softcap_kernel_test.cpp tests/attention_test.cpp)
 {
   echo "cxx = $CXX"
   echo "flags = -std=c++20 -O2 -Wall -Wextra -Werror -DLAYA_HAVE_ARM=1 -I$ROOT/src -I$GTEST/include"

@@ -153,6 +153,7 @@ AttendGroupFn attend_group_for(DType type, int group, int64_t hd, Isa isa) {
   }
 #endif
   (void)simd_shape;
+  (void)isa;
   (void)group;
   (void)hd;
   return attend_group_scalar_for(type);
