@@ -113,39 +113,35 @@ __device__ __forceinline__ int job_row(const MatvecJob& job, int64_t* r) {
   return i;
 }
 
-// The rows a warp will multiply, into L2: one prefetch per 128 bytes.
-__device__ inline void prefetch_rows(const MatvecJob& job, int64_t first, int rpw, int64_t total, int lane) {
-  for (int64_t R = first; R < first + rpw && R < total; ++R) {
-    int64_t r = R;
-    const int i = job.swiglu ? 0 : job_row(job, &r);
-    for (int k = i; k <= (job.swiglu ? 1 : i); ++k) {
-      const DevMat& m = job.m[k];
-      const uint8_t* row = m.data + static_cast<size_t>(r) * m.stride;
-      for (size_t off = static_cast<size_t>(lane) * 128; off < m.stride; off += 32 * 128) prefetch_l2(row + off);
+// Row R of the job (rows laid end to end; both matrices of a SwiGLU) into
+// L2, one prefetch per 128 bytes a lane; with `scales`, a Q8_0 row's scales too.
+__device__ inline void prefetch_row(const MatvecJob& job, int64_t R, int lane, bool scales) {
+  int64_t r = R;
+  const int i = job.swiglu ? 0 : job_row(job, &r);
+  for (int k = i; k <= (job.swiglu ? 1 : i); ++k) {
+    const DevMat& m = job.m[k];
+    const uint8_t* row = m.data + static_cast<size_t>(r) * m.stride;
+    for (size_t off = static_cast<size_t>(lane) * 128; off < m.stride; off += 32 * 128) prefetch_l2(row + off);
+    if (scales && m.type == DType::Q8_0 && m.scales) {
+      const size_t sb = static_cast<size_t>(m.cols / 32) * sizeof(uint16_t);
+      const uint8_t* sr = reinterpret_cast<const uint8_t*>(m.scales) + static_cast<size_t>(r) * sb;
+      for (size_t off = static_cast<size_t>(lane) * 128; off < sb; off += 32 * 128) prefetch_l2(sr + off);
     }
   }
 }
 
+// The rows a warp will multiply, into L2.
+__device__ inline void prefetch_rows(const MatvecJob& job, int64_t first, int rpw, int64_t total, int lane) {
+  for (int64_t R = first; R < first + rpw && R < total; ++R) prefetch_row(job, R, lane, false);
+}
+
 // The rows warp `warp` of block vb (of nvb) multiplies in matvec_stream
 // (rows warp, warp + W, ... of the job laid end to end), with their Q8_0
-// scales, into L2: one prefetch per 128 bytes.
+// scales, into L2.
 __device__ inline void prefetch_stream_rows(const MatvecJob& job, int64_t total, int vb, int nvb) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t W = static_cast<int64_t>(nvb) * kWarps;
-  for (int64_t R = static_cast<int64_t>(vb) * kWarps + warp; R < total; R += W) {
-    int64_t r = R;
-    const int i = job.swiglu ? 0 : job_row(job, &r);
-    for (int k = i; k <= (job.swiglu ? 1 : i); ++k) {
-      const DevMat& m = job.m[k];
-      const uint8_t* row = m.data + static_cast<size_t>(r) * m.stride;
-      for (size_t off = static_cast<size_t>(lane) * 128; off < m.stride; off += 32 * 128) prefetch_l2(row + off);
-      if (m.type == DType::Q8_0 && m.scales) {
-        const size_t sb = static_cast<size_t>(m.cols / 32) * sizeof(uint16_t);
-        const uint8_t* sr = reinterpret_cast<const uint8_t*>(m.scales) + static_cast<size_t>(r) * sb;
-        for (size_t off = static_cast<size_t>(lane) * 128; off < sb; off += 32 * 128) prefetch_l2(sr + off);
-      }
-    }
-  }
+  for (int64_t R = static_cast<int64_t>(vb) * kWarps + warp; R < total; R += W) prefetch_row(job, R, lane, true);
 }
 
 // ---- the streaming decode kernel ----------------------------------------------------------------

@@ -229,6 +229,18 @@ bool any_overlap(const std::vector<DevRange>& set, std::initializer_list<DevRang
   return false;
 }
 
+// The bytes of weights (and Q8_0 scales) a matrix-vector instruction reads; 0 for the others.
+double weight_bytes(const StepInstr& in) {
+  if (in.op != StepOp::kMatvec) return 0;
+  double b = 0;
+  for (int i = 0; i < (in.job.swiglu ? 2 : in.job.n); ++i) {
+    const DevMat& m = in.job.m[i];
+    b += static_cast<double>(m.rows) * static_cast<double>(m.stride);
+    if (m.type == DType::Q8_0 && m.scales) b += static_cast<double>(m.rows) * static_cast<double>(m.cols / 32) * 2;
+  }
+  return b;
+}
+
 }  // namespace
 
 // ---- StepProgram ---------------------------------------------------------------------------------
@@ -337,11 +349,8 @@ cudaError_t StepProgram::upload(const Launch& l, cudaStream_t s) {
     StepInstr& in = host_[static_cast<size_t>(i)];
     if (in.op != StepOp::kMatvec) continue;
     in.prefetch = l.tuning.persistent_prefetch >= 1;
-    double bytes = 0;
-    for (int k = 0; k < (in.job.swiglu ? 2 : in.job.n); ++k)
-      bytes += static_cast<double>(in.job.m[k].rows) * static_cast<double>(in.job.m[k].stride);
-    // At most half an H100's L2, so the rows sent ahead are still there when read.
-    if (l.tuning.persistent_prefetch >= 2 && last_matvec >= 0 && bytes <= 24e6)
+    // At most half an H100's L2, so the rows sent ahead (scales too) are still there when read.
+    if (l.tuning.persistent_prefetch >= 2 && last_matvec >= 0 && weight_bytes(in) <= 24e6)
       host_[static_cast<size_t>(last_matvec)].ahead = i;
     last_matvec = i;
   }
@@ -462,16 +471,6 @@ const char* kind_of(const StepInstr& in) {
     case StepOp::kAttention: return "attention";
   }
   return "?";
-}
-double weight_bytes(const StepInstr& in) {
-  if (in.op != StepOp::kMatvec) return 0;
-  double b = 0;
-  for (int i = 0; i < (in.job.swiglu ? 2 : in.job.n); ++i) {
-    const DevMat& m = in.job.m[i];
-    b += static_cast<double>(m.rows) * static_cast<double>(m.stride);
-    if (m.scales) b += static_cast<double>(m.rows) * static_cast<double>(m.cols / 32) * 2;  // Q8_0's scales
-  }
-  return b;
 }
 }  // namespace
 
