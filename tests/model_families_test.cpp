@@ -4,7 +4,10 @@
 // (tests/fixtures/families/<family>, made by tools/refmodels/make_families.py
 // on a GPU host: the golden logits come from transformers, not from laya).
 // Tolerances are the issue's: F16/BF16/HF 7e-4 relative L2, Q8_0 1.5e-2
-// against the logits of that file's dequantized weights.
+// and the other quantized types (K-quants' 2e-2) against the logits of that
+// file's dequantized weights. The other types are in <family>/mix: the family
+// at hidden 256 (K-quant rows are 256 values), its matrices in Q4_K, Q5_K,
+// Q6_K, Q4_0, Q4_1, Q5_0 and Q5_1 in turn.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,12 +36,12 @@ std::string family_dir(const std::string& fam) { return std::string(LAYA_SOURCE_
 
 using Err = test::LogitsError;
 
-// Every prompt of the family (all positions) through a fresh sequence, in
-// one prefill or token by token through the KV cache, compared with
-// ref/<prefix>_p{i}.npy.
-Err measure(const std::string& fam, const std::string& file, const std::string& prefix, const std::string& isa,
+// Every prompt of the model in `dir` (all positions) through a fresh
+// sequence, in one prefill or token by token through the KV cache, compared
+// with dir/ref/<prefix>_p{i}.npy.
+Err measure(const std::string& dir, const std::string& file, const std::string& prefix, const std::string& isa,
             bool incremental = false) {
-  auto m = Model::load(family_dir(fam) + "/" + file);
+  auto m = Model::load(dir + "/" + file);
   EXPECT_TRUE(m.ok()) << m.status().to_string();
   if (!m.ok()) return {};
   std::shared_ptr<const Model> model = std::move(m).value();
@@ -52,10 +55,10 @@ Err measure(const std::string& fam, const std::string& file, const std::string& 
   EXPECT_TRUE(e.ok()) << e.status().to_string();
   if (!e.ok()) return {};
   Engine& eng = **e;
-  const auto j = nlohmann::json::parse(test::read_text_file(family_dir(fam) + "/prompts.json"));
+  const auto j = nlohmann::json::parse(test::read_text_file(dir + "/prompts.json"));
   const auto prompts = j["prompts"].get<std::vector<std::vector<int32_t>>>();
   return test::logits_error(eng, prompts, incremental, [&](size_t i) {
-    return family_dir(fam) + "/ref/" + prefix + "_p" + std::to_string(i) + ".npy";
+    return dir + "/ref/" + prefix + "_p" + std::to_string(i) + ".npy";
   });
 }
 
@@ -70,26 +73,39 @@ std::vector<std::string> isas() {
 
 class FamilyLogits : public ::testing::TestWithParam<std::string> {};
 
-// The HF folder (bf16), the F16 GGUF and the Q8_0 GGUF of the family, each
-// on every ISA: within the tolerance of its reference.
-TEST_P(FamilyLogits, MatchTransformersOnEveryIsa) {
-  const std::string fam = GetParam();
-  struct File { std::string path, prefix; double tol; };
-  const File files[] = {{"hf", "logits", 7e-4}, {fam + "-f16.gguf", "logits", 7e-4},
-                        {fam + "-q8_0.gguf", "logits_q8_0", 1.5e-2}};
+struct File { std::string dir, path, prefix; double tol; };
+
+// Each file on every ISA, then token by token: within the tolerance of its reference.
+void expect_files_match(const std::string& fam, const std::vector<File>& files) {
   for (const File& f : files) {
     for (const std::string& isa : isas()) {
-      const Err e = measure(fam, f.path, f.prefix, isa);
+      const Err e = measure(f.dir, f.path, f.prefix, isa);
       std::printf("[ measure  ] %s %s (%s): rel L2 %.3e, max |d| %.3e\n", fam.c_str(), f.path.c_str(),
                   isa.empty() ? std::getenv("LAYA_TEST_BACKEND") : isa.c_str(), e.rel_l2, e.max_abs);
       EXPECT_LE(e.rel_l2, f.tol) << fam << " " << f.path << " " << isa;
     }
     // Token by token through the KV cache (the decode path a typist meets).
-    const Err e = measure(fam, f.path, f.prefix, "", true);
+    const Err e = measure(f.dir, f.path, f.prefix, "", true);
     std::printf("[ measure  ] incremental %s %s: rel L2 %.3e, max |d| %.3e\n", fam.c_str(), f.path.c_str(), e.rel_l2,
                 e.max_abs);
     EXPECT_LE(e.rel_l2, f.tol) << fam << " " << f.path << " incremental";
   }
+}
+
+// The HF folder (bf16), the F16 GGUF and the Q8_0 GGUF of the family.
+TEST_P(FamilyLogits, MatchTransformersOnEveryIsa) {
+  const std::string fam = GetParam(), dir = family_dir(fam);
+  expect_files_match(fam, {{dir, "hf", "logits", 7e-4},
+                           {dir, fam + "-f16.gguf", "logits", 7e-4},
+                           {dir, fam + "-q8_0.gguf", "logits_q8_0", 1.5e-2}});
+}
+
+// The family with its matrices in Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0 and Q5_1
+// (the embedding, and the output where untied, among them): the K-quants'
+// tolerance, which ModelLogits holds Q4_0 files to as well.
+TEST_P(FamilyLogits, QuantizedTypesMatchTransformersOnEveryIsa) {
+  const std::string fam = GetParam();
+  expect_files_match(fam, {{family_dir(fam) + "/mix", fam + "-mix.gguf", "logits_mix", 2e-2}});
 }
 
 // The reference the logits are compared with is not trivially close to
@@ -108,7 +124,19 @@ TEST_P(FamilyLogits, ReferencesAreDistinct) {
     num += (a.data[k] - b.data[k]) * (a.data[k] - b.data[k]);
     den += a.data[k] * a.data[k];
   }
+  std::printf("[ measure  ] %s: Q8_0 weights' reference vs float32's, rel L2 %.3e\n", fam.c_str(), std::sqrt(num / den));
   EXPECT_GT(std::sqrt(num / den), 7e-4);
+  // The same for the quantized types' model, against their tolerance.
+  ASSERT_TRUE(test::read_npy_f32(family_dir(fam) + "/mix/ref/logits_p2.npy", &a, &err)) << err;
+  ASSERT_TRUE(test::read_npy_f32(family_dir(fam) + "/mix/ref/logits_mix_p2.npy", &b, &err)) << err;
+  ASSERT_EQ(a.data.size(), b.data.size());
+  num = den = 0;
+  for (size_t k = 0; k < a.data.size(); ++k) {
+    num += (a.data[k] - b.data[k]) * (a.data[k] - b.data[k]);
+    den += a.data[k] * a.data[k];
+  }
+  std::printf("[ measure  ] %s: mixed types' reference vs float32's, rel L2 %.3e\n", fam.c_str(), std::sqrt(num / den));
+  EXPECT_GT(std::sqrt(num / den), 2e-2);
 }
 
 // The family's tokenizer (tokenizer.json, and the GGUF's vocabulary) gives

@@ -12,9 +12,16 @@ metadata keys; the Q8_0 reference is the float32 run of the model whose
 weights are that file's, dequantized.
 
 Needs torch, transformers, tokenizers, safetensors, numpy (the H200 host has
-them; no internet). Run:  python3 make_families.py OUTDIR [family ...]
+them; no internet). Run:  python3 make_families.py [--mix] OUTDIR [family ...]
 Writes OUTDIR/<family>/{hf/, <family>-f16.gguf, <family>-q8_0.gguf, ref/*.npy,
 prompts.json, tokenizer_cases.json} and OUTDIR/manifest.json.
+
+--mix writes the quantized types instead: the family at hidden 256 (K-quant
+rows are 256 values) as OUTDIR/<family>/mix/{<family>-mix.gguf, ref/*.npy,
+prompts.json}, its matrices in Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1 in
+turn (ggml-common.h's block layouts, written here), and OUTDIR/manifest-mix.json.
+logits_p* is the float32 model, logits_mix_p* the model with the file's
+weights dequantized by this script's formulas.
 
 Weights are rounded to bf16 and values below 2^-14 set to 0, so the bf16
 safetensors and the F16 GGUF hold exactly the float32 weights.
@@ -30,6 +37,9 @@ import torch
 
 FAMILIES = ["phi3", "granite", "starcoder2", "gemma", "gemma2", "gemma3"]
 HIDDEN, LAYERS, HEADS, KV_HEADS, HEAD_DIM, FF = 64, 2, 2, 1, 32, 128
+# --mix: the quantized-types models. K-quants need rows of 256 values, so the
+# same families at hidden 256 (head_dim 64, 4 heads, 2 KV heads, FF 256).
+MIX_GEOMETRY = (256, 2, 4, 2, 64, 256)
 PROMPT_LENS = [1, 6, 33]
 SLIDING = 16  # gemma2 / gemma3 local layers: shorter than the longest prompt
 
@@ -233,7 +243,12 @@ def randomize(model, name, gen):
 
 # ---------------------------------------------------------------- GGUF
 
-GGML_F32, GGML_F16, GGML_Q8_0 = 0, 1, 8
+GGML_F32, GGML_F16, GGML_Q4_0, GGML_Q4_1, GGML_Q5_0, GGML_Q5_1, GGML_Q8_0 = 0, 1, 2, 3, 6, 7, 8
+GGML_Q4_K, GGML_Q5_K, GGML_Q6_K = 12, 13, 14
+MIX = "mix"  # write_gguf's "type" for the quantized-types file: MIX_TYPES in turn, matrix by matrix
+MIX_TYPES = [GGML_Q4_K, GGML_Q5_K, GGML_Q6_K, GGML_Q4_0, GGML_Q4_1, GGML_Q5_0, GGML_Q5_1]
+BLOCK = {GGML_Q4_0: 32, GGML_Q4_1: 32, GGML_Q5_0: 32, GGML_Q5_1: 32, GGML_Q8_0: 32,
+         GGML_Q4_K: 256, GGML_Q5_K: 256, GGML_Q6_K: 256}
 T_U32, T_I32, T_F32, T_BOOL, T_STR, T_ARR = 4, 5, 6, 7, 8, 9
 
 
@@ -301,10 +316,118 @@ def q8_0(arr):
     return blocks.tobytes(), deq
 
 
+def _f16(v):
+    """(stored fp16, its float32 value, its float32 inverse or 0)."""
+    h = v.astype(np.float16)
+    f = h.astype(np.float32)
+    return h, f, np.where(f != 0, 1.0 / np.where(f != 0, f, 1), 0).astype(np.float32)
+
+
+def _round(v):
+    """roundf: halves away from zero."""
+    return np.sign(v) * np.floor(np.abs(v) + 0.5)
+
+
+def legacy(arr, gt):
+    """Q4_0 / Q4_1 / Q5_0 / Q5_1, blocks of 32 (ggml-common.h layouts; ggml's
+    reference quantizers' choice of d and min). Returns (bytes, dequantized)."""
+    x = arr.reshape(-1, 32).astype(np.float32)
+    bits = 4 if gt in (GGML_Q4_0, GGML_Q4_1) else 5
+    nmax = (1 << bits) - 1
+    if gt in (GGML_Q4_0, GGML_Q5_0):  # symmetric: d = (the value of largest |x|) / -(2^(bits-1))
+        big = x[np.arange(len(x)), np.abs(x).argmax(axis=1)]
+        d16, d, _ = _f16(big / -float(1 << (bits - 1)))
+        inv = np.where(big != 0, -float(1 << (bits - 1)) / np.where(big != 0, big, 1), 0).astype(np.float32)
+        q = np.clip(np.floor(x * inv[:, None] + (1 << (bits - 1)) + 0.5), 0, nmax).astype(np.uint8)
+        deq = (q.astype(np.float32) - float(1 << (bits - 1))) * d[:, None]
+        m16 = None
+    else:  # affine: x ~ q * d + min
+        lo, hi = x.min(axis=1), x.max(axis=1)
+        d16, d, _ = _f16((hi - lo) / nmax)
+        m16, m, _ = _f16(lo)
+        inv = np.where(hi > lo, nmax / np.where(hi > lo, hi - lo, 1), 0).astype(np.float32)
+        q = np.clip(np.floor((x - lo[:, None]) * inv[:, None] + 0.5), 0, nmax).astype(np.uint8)
+        deq = q.astype(np.float32) * d[:, None] + m[:, None]
+    # value j in the low nibble of byte j, value j + 16 in its high nibble; for
+    # 5 bits the fifth bits of values 0..31 are bits 0..31 of qh.
+    qs = (q[:, :16] & 0xF) | ((q[:, 16:] & 0xF) << 4)
+    fields = [("d", "<f2")] + ([("m", "<f2")] if m16 is not None else [])
+    if bits == 5:
+        fields.append(("qh", "<u4"))
+    fields.append(("qs", "u1", 16))
+    blocks = np.zeros(len(x), dtype=fields)
+    blocks["d"], blocks["qs"] = d16, qs
+    if m16 is not None:
+        blocks["m"] = m16
+    if bits == 5:
+        blocks["qh"] = ((q.astype(np.uint64) >> 4) << np.arange(32, dtype=np.uint64)).sum(axis=1).astype(np.uint32)
+    return blocks.tobytes(), deq.reshape(arr.shape)
+
+
+def k_quant(arr, gt):
+    """Q4_K / Q5_K / Q6_K, super-blocks of 256 (ggml-common.h layouts). The
+    scales are chosen simply (range / levels), not by ggml's search: the
+    reference dequantizes these bytes, whatever they are. Returns (bytes,
+    dequantized float32, as dequantize_row_q*_K computes it)."""
+    x = arr.reshape(-1, 256).astype(np.float32)
+    nb = len(x)
+    if gt == GGML_Q6_K:
+        xs = x.reshape(nb, 16, 16)  # 16 sub-blocks of 16, int8 scales, one fp16 d
+        amax = np.abs(xs).max(axis=2)
+        d16, d, dinv = _f16(amax.max(axis=1) / 31.0 / 127.0)
+        sc = np.clip(_round(amax / 31.0 * dinv[:, None]), 0, 127).astype(np.int8)
+        eff = d[:, None] * sc.astype(np.float32)
+        einv = np.where(eff != 0, 1.0 / np.where(eff != 0, eff, 1), 0).astype(np.float32)
+        q = np.clip(_round(xs * einv[:, :, None]), -32, 31).astype(np.int32)
+        deq = eff[:, :, None] * q.astype(np.float32)
+        Q = (q + 32).astype(np.uint8).reshape(nb, 2, 4, 32)  # [half, quarter k, l]: value 128 n + 32 k + l
+        ql = np.concatenate([(Q[:, :, 0] & 0xF) | ((Q[:, :, 2] & 0xF) << 4),
+                             (Q[:, :, 1] & 0xF) | ((Q[:, :, 3] & 0xF) << 4)], axis=2)  # [n, 64]
+        qh = (Q[:, :, 0] >> 4) | ((Q[:, :, 1] >> 4) << 2) | ((Q[:, :, 2] >> 4) << 4) | ((Q[:, :, 3] >> 4) << 6)
+        blocks = np.zeros(nb, dtype=[("ql", "u1", 128), ("qh", "u1", 64), ("scales", "i1", 16), ("d", "<f2")])
+        blocks["ql"], blocks["qh"], blocks["scales"], blocks["d"] = ql.reshape(nb, 128), qh.reshape(nb, 64), sc, d16
+        return blocks.tobytes(), deq.reshape(arr.shape)
+    nmax = 15 if gt == GGML_Q4_K else 31  # 8 sub-blocks of 32: x ~ d * sc * q - dmin * m, 6-bit sc and m
+    xs = x.reshape(nb, 8, 32)
+    lo = np.minimum(xs.min(axis=2), 0)
+    scale, mn = (xs.max(axis=2) - lo) / nmax, -lo
+    d16, d, dinv = _f16(scale.max(axis=1) / 63.0)
+    dm16, dm, dminv = _f16(mn.max(axis=1) / 63.0)
+    sc = np.clip(_round(scale * dinv[:, None]), 0, 63).astype(np.uint8)
+    m = np.clip(_round(mn * dminv[:, None]), 0, 63).astype(np.uint8)
+    eff_d, eff_m = d[:, None] * sc.astype(np.float32), dm[:, None] * m.astype(np.float32)
+    einv = np.where(eff_d != 0, 1.0 / np.where(eff_d != 0, eff_d, 1), 0).astype(np.float32)
+    q = np.clip(_round((xs + eff_m[:, :, None]) * einv[:, :, None]), 0, nmax).astype(np.uint8)
+    deq = eff_d[:, :, None] * q.astype(np.float32) - eff_m[:, :, None]
+    scales = np.zeros((nb, 12), dtype=np.uint8)  # get_scale_min_k4's packing
+    scales[:, 0:4] = (sc[:, 0:4] & 63) | ((sc[:, 4:8] >> 4) << 6)
+    scales[:, 4:8] = (m[:, 0:4] & 63) | ((m[:, 4:8] >> 4) << 6)
+    scales[:, 8:12] = (sc[:, 4:8] & 0xF) | ((m[:, 4:8] & 0xF) << 4)
+    qc = q.reshape(nb, 4, 2, 32)  # [64-value chunk c, sub-block 2c + h, l]
+    qs = ((qc[:, :, 0] & 0xF) | ((qc[:, :, 1] & 0xF) << 4)).reshape(nb, 128)
+    fields = [("d", "<f2"), ("dmin", "<f2"), ("scales", "u1", 12)]
+    if gt == GGML_Q5_K:  # fifth bit of value 64 c + 32 h + l: bit 2 c + h of qh[l]
+        fields.append(("qh", "u1", 32))
+    fields.append(("qs", "u1", 128))
+    blocks = np.zeros(nb, dtype=fields)
+    blocks["d"], blocks["dmin"], blocks["scales"], blocks["qs"] = d16, dm16, scales, qs
+    if gt == GGML_Q5_K:
+        hb = (qc >> 4).astype(np.uint32)
+        blocks["qh"] = sum(hb[:, c, h] << (2 * c + h) for c in range(4) for h in range(2)).astype(np.uint8)
+    return blocks.tobytes(), deq.reshape(arr.shape)
+
+
+def quantize(arr, gt):
+    """(bytes, dequantized float32) of a 2-D array in ggml type gt."""
+    if gt == GGML_Q8_0: return q8_0(arr)
+    if gt in (GGML_Q4_K, GGML_Q5_K, GGML_Q6_K): return k_quant(arr, gt)
+    return legacy(arr, gt)
+
+
 def encode(arr, gt):
     if gt == GGML_F32: return arr.astype("<f4").tobytes()
     if gt == GGML_F16: return arr.astype("<f2").tobytes()
-    return q8_0(arr)[0]
+    return quantize(arr, gt)[0]
 
 
 def permute_rope(w, n_head):
@@ -372,7 +495,7 @@ def write_gguf(path, fam, cfg, state, tj, facts, gt, tied):
     if fam == "gemma2":
         g.add(A + "attn_logit_softcapping", T_F32, cfg.attn_logit_softcapping)
         g.add(A + "final_logit_softcapping", T_F32, cfg.final_logit_softcapping)
-    g.add("general.file_type", T_U32, {GGML_F16: 1, GGML_Q8_0: 7}[gt])
+    g.add("general.file_type", T_U32, {GGML_F16: 1, GGML_Q8_0: 7, MIX: 15}[gt])  # 15: mostly Q4_K_M
     # tokenizer
     vocab = tj["model"]["vocab"]
     toks = [None] * (max(vocab.values()) + 1)
@@ -409,7 +532,7 @@ def write_gguf(path, fam, cfg, state, tj, facts, gt, tied):
         g.add("tokenizer.ggml.add_space_prefix", T_BOOL, False)  # as convert_hf_to_gguf.py's Gemma
     # tensors, in convert_hf_to_gguf's order: token_embd, layers, output_norm, output
     name_of = gguf_names(fam)
-    deq_state = {}
+    deq_state, types, n_mat = {}, {}, 0
     order = sorted(state.keys(), key=lambda k: (0 if "embed" in k else 2 if not k.startswith("model.layers.") else 1,
                                                 int(k.split(".")[2]) if k.startswith("model.layers.") else 0, k))
     for k in order:
@@ -421,17 +544,23 @@ def write_gguf(path, fam, cfg, state, tj, facts, gt, tied):
             a = a + 1.0  # convert_hf_to_gguf stores Gemma's (1 + w)
         if fam == "granite" and gname.endswith(("attn_q.weight", "attn_k.weight")):
             a = permute_rope(a, HEADS if "attn_q" in gname else KV_HEADS)
-        if a.ndim == 2 and gt == GGML_Q8_0 and a.shape[1] % 32 == 0:
-            t = GGML_Q8_0
-            # Q8_0 blocks run along rows, so quantizing the HF layout gives the
+        q = GGML_Q8_0 if gt == GGML_Q8_0 else MIX_TYPES[n_mat % len(MIX_TYPES)] if gt == MIX else None
+        if a.ndim == 2:
+            n_mat += 1
+        if a.ndim == 2 and q is not None and a.shape[1] % BLOCK[q] == 0:
+            t = q
+            # Blocks run along rows, so quantizing the HF layout gives the
             # same values as the (row-permuted) file holds.
-            deq_state[k] = torch.from_numpy(q8_0(state[k].float().numpy())[1].copy())
+            deq_state[k] = torch.from_numpy(quantize(state[k].float().numpy(), q)[1].copy())
+            types[gname] = t
         elif a.ndim == 2:
             t = GGML_F16
         else:
             t = GGML_F32
         g.tensor(gname, a, t)
     g.write(path)
+    if gt == MIX:  # every type of MIX_TYPES is in the file
+        assert set(types.values()) == set(MIX_TYPES), (fam, types)
     return deq_state
 
 
@@ -446,11 +575,12 @@ def logits_of(model, prompts):
     return out
 
 
-def make(fam, root, seed):
+def make(fam, root, seed, mix=False):
+    import shutil
     import transformers as tf
     from safetensors.torch import save_file
     from tokenizers import Tokenizer
-    d = os.path.join(root, fam)
+    d = os.path.join(root, fam, "mix") if mix else os.path.join(root, fam)
     hf = os.path.join(d, "hf")
     os.makedirs(os.path.join(d, "ref"), exist_ok=True)
     os.makedirs(hf, exist_ok=True)
@@ -482,9 +612,12 @@ def make(fam, root, seed):
     for i, lg in enumerate(logits_of(ref, prompts)):
         np.save(os.path.join(d, "ref", "logits_p%d.npy" % i), lg.astype("<f4"))
     json.dump({"prompts": prompts}, open(os.path.join(d, "prompts.json"), "w"))
-    # GGUF files; the Q8_0 reference is the model with that file's weights.
-    write_gguf(os.path.join(d, fam + "-f16.gguf"), fam, cfg, state, tj, facts, GGML_F16, tied)
-    deq = write_gguf(os.path.join(d, fam + "-q8_0.gguf"), fam, cfg, state, tj, facts, GGML_Q8_0, tied)
+    # GGUF files; a quantized file's reference is the model with that file's weights.
+    if mix:
+        deq = write_gguf(os.path.join(d, fam + "-mix.gguf"), fam, cfg, state, tj, facts, MIX, tied)
+    else:
+        write_gguf(os.path.join(d, fam + "-f16.gguf"), fam, cfg, state, tj, facts, GGML_F16, tied)
+        deq = write_gguf(os.path.join(d, fam + "-q8_0.gguf"), fam, cfg, state, tj, facts, GGML_Q8_0, tied)
     sd = ref.state_dict()
     with torch.no_grad():
         for k, v in deq.items():
@@ -492,7 +625,10 @@ def make(fam, root, seed):
         if tied:
             ref.tie_weights()
     for i, lg in enumerate(logits_of(ref, prompts)):
-        np.save(os.path.join(d, "ref", "logits_q8_0_p%d.npy" % i), lg.astype("<f4"))
+        np.save(os.path.join(d, "ref", "logits_%s_p%d.npy" % ("mix" if mix else "q8_0", i)), lg.astype("<f4"))
+    if mix:  # the folder served the float reference; the tokenizer cases are the family's own
+        shutil.rmtree(hf)
+        return {"vocab": V, "tied": tied, "prompt_lens": [len(p) for p in prompts], "mix": True}
     # tokenizer cases, by transformers' fast tokenizer of the folder
     at = tf.AutoTokenizer.from_pretrained(hf)
     raw = Tokenizer.from_file(os.path.join(hf, "tokenizer.json"))
@@ -512,21 +648,27 @@ def make(fam, root, seed):
 
 
 def main():
+    global HIDDEN, LAYERS, HEADS, KV_HEADS, HEAD_DIM, FF
     import transformers
-    root = sys.argv[1]
-    fams = sys.argv[2:] or FAMILIES
+    args = sys.argv[1:]
+    mix = "--mix" in args
+    args = [a for a in args if a != "--mix"]
+    if mix:
+        HIDDEN, LAYERS, HEADS, KV_HEADS, HEAD_DIM, FF = MIX_GEOMETRY
+    root = args[0]
+    fams = args[1:] or FAMILIES
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     manifest = {"transformers": transformers.__version__, "torch": torch.__version__, "families": {}}
     for fam in fams:
         try:
-            manifest["families"][fam] = make(fam, root, 1000 + FAMILIES.index(fam))
+            manifest["families"][fam] = make(fam, root, 1000 + FAMILIES.index(fam), mix)
             print("made", fam, manifest["families"][fam], flush=True)
         except Exception as e:  # one family's failure must not lose the others
             import traceback
             traceback.print_exc()
             manifest["families"][fam] = {"error": repr(e)}
-    json.dump(manifest, open(os.path.join(root, "manifest.json"), "w"), indent=1)
+    json.dump(manifest, open(os.path.join(root, "manifest-mix.json" if mix else "manifest.json"), "w"), indent=1)
     print(json.dumps(manifest, indent=1))
 
 
