@@ -125,13 +125,24 @@ void run_blocks(const std::vector<dim3>& ids, size_t smem) {
       makecontext(&f.ctx, entry, 0);
     }
   }
+  // A cooperative grid's blocks take uneven turns: in each round a block sits
+  // out with probability 1/2 (a fixed seed, so runs repeat), so one block can
+  // fall several grid barriers behind the others as it can on a GPU. Round
+  // robin kept every block within one barrier of the rest, which hid a grid
+  // barrier that let blocks running ahead stand in for one behind.
+  uint64_t rng = 0x9E3779B97F4A7C15ull;
   for (bool any = true; any;) {
     any = false;
-    for (size_t t = 0; t < n * nb; ++t) {
-      if (g.fibers[t].done) continue;
-      any = true;
-      g.cur = static_cast<int>(t);
-      swapcontext(&g.sched, &g.fibers[t].ctx);
+    for (size_t bi = 0; bi < nb; ++bi) {
+      rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;  // xorshift64
+      const bool sit_out = nb > 1 && (rng >> 32) % 2 == 0;
+      for (size_t t = bi * n; t < (bi + 1) * n; ++t) {
+        if (g.fibers[t].done) continue;
+        any = true;
+        if (sit_out) continue;
+        g.cur = static_cast<int>(t);
+        swapcontext(&g.sched, &g.fibers[t].ctx);
+      }
     }
   }
 }

@@ -14,24 +14,30 @@ namespace laya::cuda {
 namespace {
 
 // ---- the grid barrier ----------------------------------------------------------------------------
-// sync[0] counts arrivals: a block arrives once per waiting instruction, so
-// the s-th wait is passed once sync[0] reaches s * gridDim.x. The pattern of
-// cooperative groups' grid sync: the block's writes, a block barrier, then
-// thread 0 fences and counts; the waiter spins on its own, fences, and
-// releases its block.
-__device__ __forceinline__ void grid_arrive(unsigned* sync) {
+// One arrival counter per wait: sync[s] counts the blocks past the s-th
+// waiting instruction's start (s from 1; sync[0] counts the blocks done).
+// A block with no work in an instruction does not wait there, so it can
+// arrive at several waits ahead of a block still working: with one shared
+// counter (the s-th wait passed at s * gridDim.x arrivals) those early
+// arrivals stood in for the late block's, and the CudaPersistent tests read
+// half-written q / KV on an H100 (up to 0.32 off in a logit; the emulation's
+// fibers never ran a block that far ahead). The pattern of cooperative
+// groups' grid sync: the block's writes, a block barrier, then thread 0
+// fences and counts; the waiter spins on its own, fences, and releases its
+// block.
+__device__ __forceinline__ void grid_arrive(unsigned* count) {
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
-    atomicAdd(sync, 1u);
+    atomicAdd(count, 1u);
   }
 }
 
 __device__ __forceinline__ unsigned load_volatile(const unsigned* p) { return *static_cast<const volatile unsigned*>(p); }
 
-__device__ __forceinline__ void grid_wait(unsigned* sync, unsigned target) {
+__device__ __forceinline__ void grid_wait(const unsigned* count, unsigned blocks) {
   if (threadIdx.x == 0) {
-    while (load_volatile(sync) < target) __nanosleep(32);
+    while (load_volatile(count) < blocks) __nanosleep(32);
     __threadfence();
   }
   __syncthreads();
@@ -130,8 +136,8 @@ __global__ void __launch_bounds__(kWarps * 32, 2) step_kernel(const StepInstr* _
       times[1] = 0;
     }
     if (in.wait) {
-      grid_arrive(sync);
       ++passed;
+      grid_arrive(sync + passed);
       must_wait = true;
     }
     // Called by every thread of the block before it reads what an earlier
@@ -139,7 +145,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2) step_kernel(const StepInstr* _
     // weight loads are out. A block with no work in an instruction never
     // calls it: its wait moves on to the next instruction it works in.
     auto enter = [&] {
-      if (must_wait) grid_wait(sync, passed * gridDim.x);
+      if (must_wait) grid_wait(sync + passed, gridDim.x);
       must_wait = false;
       if (times && threadIdx.x == 0 && times[1] == 0) times[1] = clock64();
     };
@@ -193,13 +199,13 @@ __global__ void __launch_bounds__(kWarps * 32, 2) step_kernel(const StepInstr* _
     }
   }
   // The last block out zeroes the counters for the next launch (which the
-  // stream starts only after this one has ended).
+  // stream starts only after this one has ended): every block has passed
+  // every wait it takes by then, and every block arrived at all `passed`.
   __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
-    if (atomicAdd(sync + 1, 1u) == gridDim.x - 1) {
-      sync[0] = 0;
-      sync[1] = 0;
+    if (atomicAdd(sync, 1u) == gridDim.x - 1) {
+      for (unsigned w = 0; w <= passed; ++w) sync[w] = 0;
       __threadfence();
     }
   }
@@ -387,13 +393,14 @@ cudaError_t StepProgram::upload(const Launch& l, cudaStream_t s) {
   release();
   const size_t bytes = host_.size() * sizeof(StepInstr);
   if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&dev_), bytes); e != cudaSuccess) return e;
-  if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&sync_), 2 * sizeof(unsigned)); e != cudaSuccess) return e;
+  const size_t sync_bytes = (1 + static_cast<size_t>(waits())) * sizeof(unsigned);  // kernel: sync[0] and one per wait
+  if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&sync_), sync_bytes); e != cudaSuccess) return e;
   // On the launching stream, then waited for: the stream is non-blocking, so
   // cudaMemcpy / cudaMemset on the legacy stream would not be ordered before
   // the first launch (a pageable copy may return before its DMA is done), and
   // a barrier counter not yet zeroed lets every wait pass.
   if (cudaError_t e = cudaMemcpyAsync(dev_, host_.data(), bytes, cudaMemcpyHostToDevice, s); e != cudaSuccess) return e;
-  if (cudaError_t e = cudaMemsetAsync(sync_, 0, 2 * sizeof(unsigned), s); e != cudaSuccess) return e;
+  if (cudaError_t e = cudaMemsetAsync(sync_, 0, sync_bytes, s); e != cudaSuccess) return e;
   if (l.tuning.persistent_profile) {
     const size_t n = host_.size() * static_cast<size_t>(grid_) * 3;
     if (cudaError_t e = cudaMalloc(reinterpret_cast<void**>(&prof_), n * sizeof(long long)); e != cudaSuccess) return e;

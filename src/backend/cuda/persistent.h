@@ -134,7 +134,7 @@ class StepProgram {
   std::string why_refused_;
   DType type_ = DType::F32;
   StepInstr* dev_ = nullptr;
-  unsigned* sync_ = nullptr;  // the grid barrier's arrivals and the blocks done, zero between launches
+  unsigned* sync_ = nullptr;  // the blocks done, then each wait's arrivals (1 + waits()), zero between launches
   int grid_ = 0;
   size_t smem_ = 0;
 };
