@@ -155,9 +155,9 @@ TEST(CudaPersistent, Qwen3HeadNormsAreTheGraphsBits) {
 }
 
 // F16 weights with an F32 cache differed from the graph on the H100 (up to
-// 2.6 in a logit at the first step; the emulation gives the graph's bits):
-// the kernel refuses what no GPU run has verified, and the step keeps its
-// graph (persistent.cu, StepProgram::upload).
+// 2.6 in a logit at the first step) while the grid barrier shared one
+// counter: the kernel refuses what no GPU run has verified, and the step
+// keeps its graph (persistent.cu, StepProgram::upload).
 TEST(CudaPersistent, UnverifiedStepsKeepTheGraph) {
   LAYA_REQUIRE_CUDA();
   LAYA_REQUIRE_FIXTURES(fx);

@@ -362,11 +362,12 @@ cudaError_t StepProgram::upload(const Launch& l, cudaStream_t s) {
   }
   const StepFn f = kernel_for(type_);
   if (!f) refuse("weights of a type the persistent kernel has no units for");
-  // Found bit for bit the graph's on the H100 with Q8_0 weights and a Q8_0
-  // cache (qwen2-tiny); F16 weights with an F32 cache differed by up to 2.6
-  // in a logit at the first step, and the emulation does not show it (a
-  // difference only the GPU makes): the rest is refused until a GPU run
-  // finds it (docs/CUDA.md).
+  // Q8_0 weights with a Q8_0 cache matched the graph bit for bit on an H100
+  // (qwen2-tiny); F16 weights with an F32 cache differed there by up to 2.6
+  // in a logit, as Q8_0 runs later did, before each wait had its own counter
+  // (the emulation, with blocks taking uneven turns, traced the Q8_0
+  // differences to the shared one). The rest stays refused until a GPU run of
+  // the per-wait barrier finds it the graph's (docs/CUDA.md).
   if (type_ != DType::Q8_0) refuse("weights other than Q8_0 (verified on a GPU for Q8_0 weights and a Q8_0 cache)");
   for (const StepInstr& in : host_)
     if (in.op == StepOp::kAttention && in.kv.type != DType::Q8_0)
