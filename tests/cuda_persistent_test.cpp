@@ -130,14 +130,19 @@ std::string tiny_q8_model(const std::string& preset) {
   return make_random_model(*p, opt, path).ok() ? path : std::string();
 }
 
+// tiny_q8_model(preset) with a Q8_0 cache: the kernel runs `steps` steps, each the graph's bits.
+void expect_tiny_q8_steps(const std::string& preset, int steps) {
+  const std::string path = tiny_q8_model(preset);
+  ASSERT_FALSE(path.empty()) << "mkmodel " << preset;
+  expect_same_steps(path, DType::Q8_0, steps, true);
+  std::remove(path.c_str());
+}
+
 // Steps cross a 64-position KV block and a 16-position K chunk; the attention
 // splits and the grid barrier run every step.
 TEST(CudaPersistent, LlamaStepsAreTheGraphsBits) {
   LAYA_REQUIRE_CUDA();
-  const std::string path = tiny_q8_model("test-tiny");
-  ASSERT_FALSE(path.empty());
-  expect_same_steps(path, DType::Q8_0, 50, true);
-  std::remove(path.c_str());
+  expect_tiny_q8_steps("test-tiny", 50);
 }
 
 TEST(CudaPersistent, Qwen2BiasesAndQ8CacheAreTheGraphsBits) {
@@ -148,10 +153,7 @@ TEST(CudaPersistent, Qwen2BiasesAndQ8CacheAreTheGraphsBits) {
 
 TEST(CudaPersistent, Qwen3HeadNormsAreTheGraphsBits) {
   LAYA_REQUIRE_CUDA();
-  const std::string path = tiny_q8_model("test-tiny-qwen3");
-  ASSERT_FALSE(path.empty());
-  expect_same_steps(path, DType::Q8_0, 12, true);
-  std::remove(path.c_str());
+  expect_tiny_q8_steps("test-tiny-qwen3", 12);
 }
 
 // F16 weights with an F32 cache differed from the graph on the H100 (up to

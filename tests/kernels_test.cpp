@@ -17,6 +17,7 @@
 #include "backend/cpu/kernels.h"
 #include "core/dtype.h"
 #include "core/fp16.h"
+#include "float_sweep.h"
 
 namespace laya::cpu {
 namespace {
@@ -450,15 +451,7 @@ TEST(KernelOps, ScaleAndMulEqualScalarBitExact) {
 std::vector<float> gelu_sweep() {
   std::vector<float> v;
   for (int i = -12 * 2048; i <= 12 * 2048; ++i) v.push_back(static_cast<float>(i) / 2048.0f);
-  for (int e = -149; e <= 127; ++e) {
-    for (float m : {1.0f, 1.37f, 1.99f}) {
-      const float a = std::ldexp(m, e);
-      if (std::isfinite(a)) {
-        v.push_back(a);
-        v.push_back(-a);
-      }
-    }
-  }
+  test::append_binades(&v);
   for (float c : {5.3f, -5.3f, -10.2f})
     for (int k = -2000; k <= 2000; ++k) v.push_back(c + static_cast<float>(k) * 1e-4f);
   v.push_back(0.0f);

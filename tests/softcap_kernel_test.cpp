@@ -17,6 +17,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/tanh_rational.h"
+#include "float_sweep.h"
 
 namespace laya::cpu {
 namespace {
@@ -57,15 +58,7 @@ std::vector<float> softcap_sweep(float cap) {
   for (int i = -10 * 1024; i <= 10 * 1024; ++i) v.push_back(cap * (static_cast<float>(i) / 1024.0f));
   for (float s : {1.0f, -1.0f})
     for (int k = -1000; k <= 1000; ++k) v.push_back(s * cap * (TanhRational::kClamp + std::ldexp(float(k), -20)));
-  for (int e = -149; e <= 127; ++e) {
-    for (float m : {1.0f, 1.37f, 1.99f}) {
-      const float a = std::ldexp(m, e);
-      if (std::isfinite(a)) {
-        v.push_back(a);
-        v.push_back(-a);
-      }
-    }
-  }
+  test::append_binades(&v);
   const float inf = std::numeric_limits<float>::infinity(), big = std::numeric_limits<float>::max();
   for (float s : {0.0f, -0.0f, inf, -inf, big, -big, std::numeric_limits<float>::quiet_NaN()}) v.push_back(s);
   return v;

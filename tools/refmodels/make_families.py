@@ -300,32 +300,36 @@ class Gguf:
             f.write(out)
 
 
-def q8_0(arr):
-    """ggml's reference Q8_0: per 32 values d = max|x| / 127 (stored fp16),
-    q = round(x / d). Returns (bytes, dequantized float32)."""
-    x = arr.reshape(-1, 32).astype(np.float32)
-    amax = np.abs(x).max(axis=1)
-    d = amax / 127.0
-    inv = np.where(d > 0, 1.0 / np.where(d > 0, d, 1), 0).astype(np.float32)
-    # roundf: halves away from zero (numpy's round would take them to even)
-    q = (np.sign(x * inv[:, None]) * np.floor(np.abs(x * inv[:, None]) + 0.5)).astype(np.int8)
-    d16 = d.astype(np.float16)
-    blocks = np.zeros(x.shape[0], dtype=[("d", "<f2"), ("q", "i1", 32)])
-    blocks["d"], blocks["q"] = d16, q
-    deq = (q.astype(np.float32) * d16.astype(np.float32)[:, None]).reshape(arr.shape)
-    return blocks.tobytes(), deq
+def _inv(v):
+    """1 / v in float32, 0 where v is 0."""
+    return np.where(v != 0, 1.0 / np.where(v != 0, v, 1), 0).astype(np.float32)
 
 
 def _f16(v):
     """(stored fp16, its float32 value, its float32 inverse or 0)."""
     h = v.astype(np.float16)
     f = h.astype(np.float32)
-    return h, f, np.where(f != 0, 1.0 / np.where(f != 0, f, 1), 0).astype(np.float32)
+    return h, f, _inv(f)
 
 
 def _round(v):
-    """roundf: halves away from zero."""
+    """roundf: halves away from zero (numpy's round would take them to even)."""
     return np.sign(v) * np.floor(np.abs(v) + 0.5)
+
+
+def q8_0(arr):
+    """ggml's reference Q8_0: per 32 values d = max|x| / 127 (stored fp16),
+    q = round(x / d). Returns (bytes, dequantized float32)."""
+    x = arr.reshape(-1, 32).astype(np.float32)
+    amax = np.abs(x).max(axis=1)
+    d = amax / 127.0
+    inv = _inv(d)  # d >= 0
+    q = _round(x * inv[:, None]).astype(np.int8)
+    d16 = d.astype(np.float16)
+    blocks = np.zeros(x.shape[0], dtype=[("d", "<f2"), ("q", "i1", 32)])
+    blocks["d"], blocks["q"] = d16, q
+    deq = (q.astype(np.float32) * d16.astype(np.float32)[:, None]).reshape(arr.shape)
+    return blocks.tobytes(), deq
 
 
 def legacy(arr, gt):
@@ -377,7 +381,7 @@ def k_quant(arr, gt):
         d16, d, dinv = _f16(amax.max(axis=1) / 31.0 / 127.0)
         sc = np.clip(_round(amax / 31.0 * dinv[:, None]), 0, 127).astype(np.int8)
         eff = d[:, None] * sc.astype(np.float32)
-        einv = np.where(eff != 0, 1.0 / np.where(eff != 0, eff, 1), 0).astype(np.float32)
+        einv = _inv(eff)
         q = np.clip(_round(xs * einv[:, :, None]), -32, 31).astype(np.int32)
         deq = eff[:, :, None] * q.astype(np.float32)
         Q = (q + 32).astype(np.uint8).reshape(nb, 2, 4, 32)  # [half, quarter k, l]: value 128 n + 32 k + l
@@ -396,7 +400,7 @@ def k_quant(arr, gt):
     sc = np.clip(_round(scale * dinv[:, None]), 0, 63).astype(np.uint8)
     m = np.clip(_round(mn * dminv[:, None]), 0, 63).astype(np.uint8)
     eff_d, eff_m = d[:, None] * sc.astype(np.float32), dm[:, None] * m.astype(np.float32)
-    einv = np.where(eff_d != 0, 1.0 / np.where(eff_d != 0, eff_d, 1), 0).astype(np.float32)
+    einv = _inv(eff_d)
     q = np.clip(_round((xs + eff_m[:, :, None]) * einv[:, :, None]), 0, nmax).astype(np.uint8)
     deq = eff_d[:, :, None] * q.astype(np.float32) - eff_m[:, :, None]
     scales = np.zeros((nb, 12), dtype=np.uint8)  # get_scale_min_k4's packing
